@@ -1,0 +1,679 @@
+"""Typed stack configuration: the only code that reads `pulumi.Config`.
+
+Every key lives under the `gpushare:` namespace. Nested objects are set in the stack file or with
+`pulumi config set --path gpushare:verify.sliceMiB 4000`. Defaults are the labs' values; each stack file
+states the ones that differ between stacks. Validation runs before any resource is registered and fails
+with one line that names the key and the fix (`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    AliasGenerator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from components.gpus import GPU_MODELS, gpu_memory_mib
+from components.verify.sizing import default_slice_mib, overcommit_is_valid, overcommit_mib, remaining_mib
+from components.versions import is_pinned, kubernetes_release
+
+NAMESPACE = "gpushare"
+
+Platform = Literal["gke", "k3s-vm", "existing-host", "existing"]
+Toolkit = Literal["gke-managed", "host", "gpu-operator"]
+Sharing = Literal["kai", "hami"]
+
+
+class ConfigError(ValueError):
+    """A config value that cannot work: `key` is the full config key, the message says the fix."""
+
+    def __init__(self, key: str, problem: str):
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{key}: {problem}")
+
+
+def _alias(field_name: str) -> str:
+    """camelCase with units kept readable: `gpu_memory_mib` → `gpuMemoryMiB`."""
+    first, *rest = field_name.split("_")
+    camel = first + "".join(part[:1].upper() + part[1:] for part in rest)
+    return camel.replace("Mib", "MiB").replace("Gib", "GiB")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=AliasGenerator(validation_alias=_alias, serialization_alias=_alias),
+        validate_default=True,
+    )
+
+
+def _require_pinned(version: str) -> str:
+    if not is_pinned(version):
+        raise ValueError(f"{version!r} is not a pinned chart version; give an exact one such as 2.9.0")
+    return version
+
+
+# --- platforms -------------------------------------------------------------------------------------------
+
+
+class GkeConfig(_Model):
+    """A GKE cluster on COS with one GPU pool (lab 12)."""
+
+    zone: str = "asia-northeast1-a"
+    """Zone of the zonal cluster and its GPU pool."""
+    cluster_name: str = "kai-hami-test"
+    """Name of the GKE cluster."""
+    kubernetes_version: str = "1.35."
+    """A prefix ending in '.' picks the newest valid version in the zone; a full version pins it."""
+    machine_type: str = "n1-standard-2"
+    """Machine type of the GPU pool."""
+    node_count: int = Field(3, ge=1)
+    """Nodes in the GPU pool."""
+    gpu_type: str = "nvidia-tesla-t4"
+    """Accelerator type attached to each node."""
+    gpu_count: int = Field(1, ge=1)
+    """GPUs per node."""
+    gpu_driver_version: Literal["DEFAULT", "LATEST"] = "DEFAULT"
+    """GKE-managed driver version; the toolkit is GKE's, so the driver must be too."""
+    gpu_memory_mib: int | None = Field(None, gt=0)
+    """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
+    spot: bool = False
+    """Spot nodes for the GPU pool."""
+    hourly_cost_usd: float = 1.35
+    """What the pool costs an hour, shown in the outputs (3 × n1-standard-2 + 3 × T4, on-demand)."""
+
+
+class VmConfig(_Model):
+    """The GCE GPU VM that becomes a one-node k3s cluster (lab 7)."""
+
+    zone: str = "us-central1-b"
+    """Zone of the VM."""
+    machine_type: str = "g4-standard-48"
+    """Machine type; G2/G4/A2/A3 carry their GPU, N1 gets `gpuType` attached."""
+    gpu_type: str = "nvidia-rtx-pro-6000"
+    """The card's accelerator type."""
+    gpu_memory_mib: int | None = Field(None, gt=0)
+    """MiB nvidia-smi reports; unset takes it from the GPU table."""
+    spot: bool = True
+    """Spot provisioning: cheaper, may be reclaimed at any time."""
+    boot_disk_gib: int = Field(200, ge=50)
+    """Boot disk, large enough for CUDA images."""
+    image: str = "ubuntu-os-cloud/ubuntu-2204-lts"
+    """Boot image (Ubuntu 22.04)."""
+    network: str = "default"
+    """VPC network of the VM and its firewall."""
+    allowed_source_ranges: list[str] = Field(default_factory=list)
+    """CIDRs allowed to reach SSH and the Kubernetes API; required."""
+    allow_world_open: bool = False
+    """Explicit opt-in to admit 0.0.0.0/0 to SSH and the API."""
+    ssh_user: str = "ubuntu"
+    """Login user for the bootstrap."""
+    hourly_cost_usd: float = 2.0
+    """What the VM costs an hour on Spot, shown in the outputs."""
+
+    @field_validator("allowed_source_ranges")
+    @classmethod
+    def _cidrs(cls, ranges: list[str]) -> list[str]:
+        for cidr in ranges:
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                raise ValueError(f"{cidr!r} is not a CIDR range such as 203.0.113.7/32") from None
+        return ranges
+
+
+class HostConfig(_Model):
+    """A GPU host the user already has, made a one-node k3s cluster over SSH."""
+
+    address: str
+    """SSH address of the host."""
+    user: str = "ubuntu"
+    """Login user with sudo."""
+    port: int = 22
+    """SSH port."""
+    private_key: SecretStr
+    """SSH private key (set it with `pulumi config set --secret`)."""
+    gpu_type: str = "nvidia-rtx-pro-6000"
+    """The card's model key in the GPU table."""
+    gpu_memory_mib: int | None = Field(None, gt=0)
+    """MiB nvidia-smi reports; unset takes it from the GPU table."""
+
+
+class K3sConfig(_Model):
+    """k3s as the bootstrap installs it, on a VM or an existing host."""
+
+    version: str = "v1.36.2+k3s1"
+    """Pinned k3s release."""
+    node_name: str = "hami-lab-rtx6000"
+    """Node name k3s registers."""
+    install_driver: bool = True
+    """Install `nvidia-open` when `nvidia-smi -L` fails (Blackwell needs the open kernel modules)."""
+    driver_package: str = "nvidia-open"
+    """Driver package installed from NVIDIA's CUDA apt repository."""
+
+    @field_validator("version")
+    @classmethod
+    def _pinned(cls, version: str) -> str:
+        if "+k3s" not in version:
+            raise ValueError(f"{version!r} is not a k3s release such as v1.36.2+k3s1")
+        kubernetes_release(version)
+        return version
+
+
+class ClusterConfig(_Model):
+    """An existing cluster reached through a kubeconfig (kubeadm, KubeKey, on-prem)."""
+
+    kubeconfig: SecretStr | None = None
+    """The kubeconfig itself (`pulumi config set --secret gpushare:cluster.kubeconfig < file`)."""
+    kubeconfig_path: str | None = None
+    """Or a path to it."""
+    context: str | None = None
+    """Context within the kubeconfig; unset uses its current context."""
+    kubernetes_version: str = "v1.35.6"
+    """The server version (`kubectl version | grep Server`)."""
+    gpu_nodes: list[str] = Field(default_factory=lambda: ["node"])
+    """GPU node names (`kubectl get nodes -l nvidia.com/gpu.present=true`)."""
+    gpu_type: str = "nvidia-tesla-t4"
+    """The cards' model key in the GPU table."""
+    gpu_memory_mib: int | None = Field(None, gt=0)
+    """MiB nvidia-smi reports; unset takes it from the GPU table."""
+    gpus_per_node: int = Field(1, ge=1)
+    """Cards on each GPU node."""
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, version: str) -> str:
+        kubernetes_release(version)
+        return version
+
+    @field_validator("gpu_nodes")
+    @classmethod
+    def _nodes(cls, nodes: list[str]) -> list[str]:
+        if not nodes:
+            raise ValueError("name at least one GPU node")
+        return nodes
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ClusterConfig:
+        if (self.kubeconfig is None) == (self.kubeconfig_path is None):
+            raise ValueError("set exactly one of kubeconfig (secret) and kubeconfigPath")
+        return self
+
+
+# --- GPU software ----------------------------------------------------------------------------------------
+
+
+class KaiConfig(_Model):
+    """KAI Scheduler with GPU sharing and the HAMi-core binder."""
+
+    version: str = "v0.17.0"
+    """Pinned chart version."""
+    namespace: str = "kai-scheduler"
+    """Namespace of the release."""
+    cdi_enabled: StrictStr = "true"
+    """`binder.plugins.gpusharing.arguments.cdiEnabled`; a string, since the Config CRD types it so."""
+    queue: str = "default-queue"
+    """Queue the proof Pods are labelled with."""
+    parent_queue: str = "default-parent-queue"
+    """Parent of `queue`; KAI creates both and keeps them on uninstall."""
+    delete_kept_queues: bool = True
+    """Delete the queues KAI keeps (`helm.sh/resource-policy: keep`) when the stack is destroyed."""
+
+    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
+
+    @field_validator("cdi_enabled", mode="before")
+    @classmethod
+    def _cdi_string(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError(
+                f"must be the string \"true\" or \"false\", not {type(value).__name__} {value!r}: "
+                "the Config CRD rejects a boolean; quote it"
+            )
+        if value not in ("true", "false"):
+            raise ValueError(f"must be \"true\" or \"false\", not {value!r}")
+        return value
+
+
+class IsolatorConfig(_Model):
+    """kai-resource-isolator: ships HAMi-core to the nodes, injects it, and monitors it."""
+
+    version: str = "1.1.0-chart"
+    """Pinned chart version."""
+    namespace: str = "kai-resource-isolator"
+    """Namespace of the release."""
+    container_vgpu_mount: str = "/home/kubernetes/bin/nvidia/vgpu"
+    """Where HAMi-core lands on the node; on COS only /home/kubernetes/bin is writable."""
+    library_sync_priority_class: str = ""
+    """Empty: GKE refuses system-node-critical outside system namespaces."""
+    monitor_priority_class: str = ""
+    """Empty, for the same reason."""
+    monitor_enabled: bool = True
+    """The per-node monitor whose metrics the proof reads."""
+
+    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
+
+
+class GkeCdiConfig(_Model):
+    """The GKE 1.35/COS/CDI workarounds; each switch names the symptom it fixes."""
+
+    nvidia_runtime_class: bool = True
+    """Create RuntimeClass `nvidia` (handler runc): fixes `RuntimeClass "nvidia" not found`."""
+    runtime_class_handler: str = "runc"
+    """Handler of that RuntimeClass; GKE's CDI path has no nvidia handler."""
+    kyverno: bool = True
+    """Install Kyverno for the two injection policies below."""
+    kyverno_version: str = "3.8.2"
+    """Pinned Kyverno chart (current when the lab was verified)."""
+    kyverno_namespace: str = "kyverno"
+    """Namespace of the Kyverno release."""
+    inject_nvml_library_path: bool = True
+    """Policy: NVML path for KAI's reservation Pods; fixes `ERROR_LIBRARY_NOT_FOUND`."""
+    inject_gpu_devices: bool = True
+    """Policy: /dev/nvidia*, nvidia-smi and driver libraries for sharing Pods, which see no devices otherwise."""
+    nvidia_install_dir: str = "/home/kubernetes/bin/nvidia"
+    """Where GKE installs the driver on COS."""
+
+    _version = field_validator("kyverno_version")(classmethod(lambda cls, v: _require_pinned(v)))
+
+
+class HamiConfig(_Model):
+    """HAMi: scheduler extender, device plugin and HAMi-core."""
+
+    version: str = "2.10.0"
+    """Pinned chart version (2.9.0 and 2.10.0 are supported)."""
+    namespace: str = "hami-system"
+    """Namespace of the release."""
+    scheduler_image_tag: str | None = None
+    """kube-scheduler image tag; unset derives it from the Kubernetes version, set it must equal that."""
+    device_split_count: int = Field(10, ge=1)
+    """Pods that may share one card."""
+    node_label: dict[str, str] = Field(default_factory=lambda: {"gpu": "on"})
+    """The label HAMi's device plugin selects nodes by."""
+    runtime_class_name: str | None = None
+    """Device plugin RuntimeClass; unset picks `nvidia-legacy` under a CDI GPU Operator, none otherwise."""
+    wait_timeout_seconds: int = 300
+    """How long the install may take."""
+
+    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
+
+    @field_validator("version")
+    @classmethod
+    def _supported(cls, version: str) -> str:
+        if version not in ("2.9.0", "2.10.0"):
+            raise ValueError(f"{version!r} is not a HAMi chart this project knows; use 2.9.0 or 2.10.0")
+        return version
+
+
+class GpuOperatorConfig(_Model):
+    """NVIDIA GPU Operator, used only for its container toolkit."""
+
+    version: str = "v26.7.0"
+    """Pinned chart version."""
+    namespace: str = "gpu-operator"
+    """Namespace of the release."""
+    driver_enabled: bool = False
+    """False: the host driver stays; the operator's would fight it."""
+    device_plugin_enabled: bool = False
+    """False: HAMi's device plugin is the only one; two would both advertise nvidia.com/gpu."""
+    cdi_enabled: bool = True
+    """The chart's CDI default since 25.10; it decides HAMi's RuntimeClass."""
+
+    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
+
+
+# --- verification ----------------------------------------------------------------------------------------
+
+
+class VerifyConfig(_Model):
+    """The proof: Pods that share one card, and the verifier that judges them."""
+
+    enabled: bool = True
+    """Run the proof at all."""
+    namespace: str = "gpushare-proof"
+    """Namespace of the proof Pods and the verifier."""
+    pod_prefix: str = "gpushare-slice"
+    """Proof Pods are `<prefix>-a` and `<prefix>-b`."""
+    slice_mib: int | None = Field(None, gt=0)
+    """Memory each proof Pod asks for; unset scales with the card."""
+    cores_percent: int | None = Field(None, ge=1, le=100)
+    """Compute share each proof Pod asks for (HAMi `gpucores`); unset asks none."""
+    overcommit_mib: int | None = Field(None, gt=0)
+    """The third Pod's request; unset is computed to fit an empty card but not the remainder."""
+    probe_image: str = "python:3.12-slim-bookworm"
+    """Image of the proof Pods and the verifier: any image with python3."""
+    smi_image: str = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    """Image of the whole-GPU precondition Pod that runs nvidia-smi."""
+    hold_gib: float = Field(3.0, gt=0)
+    """What each proof Pod holds while its neighbour allocates."""
+    hold_seconds: int = Field(30, ge=1)
+    """How long it holds, long enough for the two holds to overlap."""
+    extra_gib: float = Field(2.0, gt=0)
+    """What it then asks for on top, which must be refused."""
+    sweep_gib: list[float] = Field(default_factory=lambda: [2, 3, 3.8, 4.0, 4.5, 6])
+    """Single allocations tried one by one, each freed again."""
+    compute_seconds: int = Field(20, ge=5)
+    """Each compute probe shape runs this long; the throttle bites after 3–4 s."""
+    deadline_seconds: int = Field(900, ge=60)
+    """How long the verifier waits for the proof Pods."""
+    fail_on_violation: bool = True
+    """Fail `pulumi up` when a check fails, once results are known."""
+
+
+# --- the whole stack -------------------------------------------------------------------------------------
+
+
+class StackConfig(_Model):
+    """A stack's whole config: where Kubernetes comes from, what makes GPUs shareable, and the proof."""
+
+    platform: Platform
+    """Where Kubernetes comes from."""
+    toolkit: Toolkit
+    """Who provides the NVIDIA container toolkit."""
+    sharing: Sharing
+    """The GPU-sharing system."""
+    gke: GkeConfig | None = None
+    vm: VmConfig | None = None
+    host: HostConfig | None = None
+    k3s: K3sConfig | None = None
+    cluster: ClusterConfig | None = None
+    kai: KaiConfig | None = None
+    isolator: IsolatorConfig | None = None
+    gke_cdi: GkeCdiConfig | None = None
+    hami: HamiConfig | None = None
+    gpu_operator: GpuOperatorConfig | None = None
+    image_registry: str | None = None
+    """A mirror that replaces every image registry of HAMi, the GPU Operator and the proof."""
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+
+    # Which optional sections each choice needs; a section outside its choice is a mistake, not a no-op.
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        needed = _sections_for(data.get("platform"), data.get("toolkit"), data.get("sharing"))
+        for key in _OPTIONAL_SECTIONS:
+            alias = _SECTION_KEYS[key]
+            if key in needed and data.get(alias) is None and key not in _REQUIRED_SECTIONS:
+                data[alias] = {}
+        return data
+
+    @property
+    def gpu_type(self) -> str:
+        section = self.gke or self.vm or self.host or self.cluster
+        assert section is not None
+        return section.gpu_type
+
+    @property
+    def card_mib(self) -> int:
+        """Memory of one card as nvidia-smi reports it."""
+        section = self.gke or self.vm or self.host or self.cluster
+        assert section is not None
+        return gpu_memory_mib(section.gpu_type, section.gpu_memory_mib)
+
+    @property
+    def slice_mib(self) -> int:
+        return self.verify.slice_mib or default_slice_mib(self.card_mib)
+
+    @property
+    def overcommit_mib(self) -> int:
+        return self.verify.overcommit_mib or overcommit_mib(self.card_mib, self.slice_mib)
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """The server version where config knows it (k3s, existing); GKE's comes from the cluster."""
+        if self.k3s is not None:
+            return self.k3s.version
+        if self.cluster is not None:
+            return self.cluster.kubernetes_version
+        return None
+
+
+_OPTIONAL_SECTIONS = ("gke", "vm", "host", "k3s", "cluster", "kai", "isolator", "gke_cdi", "hami", "gpu_operator")
+_REQUIRED_SECTIONS = ("host", "cluster")  # no usable defaults: the user must say where the host or cluster is
+_SECTION_KEYS = {name: _alias(name) for name in _OPTIONAL_SECTIONS}
+
+
+def _sections_for(platform: Any, toolkit: Any, sharing: Any) -> set[str]:
+    needed: set[str] = set()
+    needed |= {
+        "gke": {"gke"},
+        "k3s-vm": {"vm", "k3s"},
+        "existing-host": {"host", "k3s"},
+        "existing": {"cluster"},
+    }.get(platform, set())
+    if toolkit == "gpu-operator":
+        needed.add("gpu_operator")
+    if sharing == "kai":
+        needed |= {"kai", "isolator"}
+        if platform == "gke":
+            needed.add("gke_cdi")
+    if sharing == "hami":
+        needed.add("hami")
+    return needed
+
+
+def _key(*path: str | int) -> str:
+    parts = [str(p) for p in path]
+    return f"{NAMESPACE}:{'.'.join(parts)}" if parts else NAMESPACE
+
+
+def _check_combination(cfg: StackConfig) -> None:
+    """Refuse the combinations the labs show to break, naming the two keys that collided."""
+    for name in _REQUIRED_SECTIONS:
+        if name in _sections_for(cfg.platform, cfg.toolkit, cfg.sharing) and getattr(cfg, name) is None:
+            raise ConfigError(_key(_SECTION_KEYS[name]), f"required for platform {cfg.platform}; see README")
+    if cfg.platform == "gke" and cfg.toolkit != "gke-managed":
+        raise ConfigError(
+            _key("toolkit"),
+            f"{cfg.toolkit!r} on platform gke: GKE installs and manages the driver and toolkit itself, and a "
+            "GPU Operator over GKE-managed drivers breaks them; use toolkit: gke-managed",
+        )
+    if cfg.platform != "gke" and cfg.toolkit == "gke-managed":
+        raise ConfigError(_key("toolkit"), f"gke-managed is only for platform gke, not {cfg.platform}; use host")
+    if cfg.platform in ("k3s-vm", "existing-host") and cfg.toolkit != "host":
+        raise ConfigError(
+            _key("toolkit"),
+            "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before k3s; use toolkit: host",
+        )
+    if cfg.sharing == "hami" and cfg.platform == "gke":
+        raise ConfigError(
+            _key("sharing"),
+            "hami on platform gke: GKE's own device plugin always runs, and HAMi's device plugin cannot share "
+            "a card with another; use sharing: kai on gke",
+        )
+    if cfg.sharing == "kai" and cfg.platform != "gke":
+        raise ConfigError(
+            _key("sharing"),
+            f"kai is wired for platform gke only (its isolator settings are GKE/COS ones), not {cfg.platform}; "
+            "use sharing: hami",
+        )
+    if cfg.gpu_operator is not None and cfg.sharing == "hami" and cfg.gpu_operator.device_plugin_enabled:
+        raise ConfigError(
+            _key("gpuOperator", "devicePluginEnabled"),
+            "true beside HAMi: two device plugins would both advertise nvidia.com/gpu; set it to false",
+        )
+
+
+def unused_sections(cfg: StackConfig) -> list[str]:
+    """Sections set for another choice (say `gpuOperator` after `toolkit: host`): kept, but said aloud."""
+    needed = _sections_for(cfg.platform, cfg.toolkit, cfg.sharing)
+    return [
+        _key(_SECTION_KEYS[name]) for name in _OPTIONAL_SECTIONS if getattr(cfg, name) is not None and name not in needed
+    ]
+
+
+def _check_network(cfg: StackConfig) -> None:
+    if cfg.vm is None:
+        return
+    if not cfg.vm.allowed_source_ranges:
+        raise ConfigError(
+            _key("vm", "allowedSourceRanges"),
+            "required: the CIDRs allowed to reach SSH and the Kubernetes API, such as your IP as 203.0.113.7/32",
+        )
+    world = [r for r in cfg.vm.allowed_source_ranges if ipaddress.ip_network(r, strict=False).prefixlen == 0]
+    if world and not cfg.vm.allow_world_open:
+        raise ConfigError(
+            _key("vm", "allowedSourceRanges"),
+            f"{world[0]} opens SSH and the Kubernetes API to the whole internet; give your own range, or set "
+            "gpushare:vm.allowWorldOpen to true to accept that",
+        )
+
+
+def _check_gpu(cfg: StackConfig) -> None:
+    section_name = next(n for n in ("gke", "vm", "host", "cluster") if getattr(cfg, n) is not None)
+    section = getattr(cfg, section_name)
+    if section.gpu_memory_mib is None and section.gpu_type not in GPU_MODELS:
+        raise ConfigError(
+            _key(_SECTION_KEYS[section_name], "gpuMemoryMiB"),
+            f"GPU type {section.gpu_type!r} is not in the GPU table ({', '.join(sorted(GPU_MODELS))}); set "
+            "gpuMemoryMiB to what nvidia-smi reports",
+        )
+
+
+def _check_slices(cfg: StackConfig) -> None:
+    card, slice_mib = cfg.card_mib, cfg.slice_mib
+    if slice_mib > card:
+        raise ConfigError(
+            _key("verify", "sliceMiB"),
+            f"{slice_mib} MiB is larger than the card ({card} MiB on {cfg.gpu_type}); set it below {card // 2}",
+        )
+    if 2 * slice_mib > card:
+        raise ConfigError(
+            _key("verify", "sliceMiB"),
+            f"two slices of {slice_mib} MiB do not fit one {card} MiB card, so the Pods cannot share it; set it "
+            f"to at most {card // 2}",
+        )
+    if cfg.verify.overcommit_mib is not None and not overcommit_is_valid(card, slice_mib, cfg.overcommit_mib):
+        left = remaining_mib(card, slice_mib)
+        raise ConfigError(
+            _key("verify", "overcommitMiB"),
+            f"{cfg.overcommit_mib} MiB must be above what two slices leave ({left} MiB) and at most the card "
+            f"({card} MiB), or the Pod is not proof of per-card accounting; leave it unset to compute it",
+        )
+
+
+def _check_hami(cfg: StackConfig) -> None:
+    if cfg.hami is None or cfg.hami.scheduler_image_tag is None:
+        return
+    server = cfg.kubernetes_version
+    assert server is not None
+    wanted = kubernetes_release(server)
+    if cfg.hami.scheduler_image_tag != wanted:
+        source = "k3s.version" if cfg.k3s is not None else "cluster.kubernetesVersion"
+        raise ConfigError(
+            _key("hami", "schedulerImageTag"),
+            f"{cfg.hami.scheduler_image_tag!r} does not match the server version {server} ({source}); HAMi's "
+            f"kube-scheduler must run {wanted}: set it to {wanted} or leave it unset",
+        )
+
+
+def _check_hami_runtime_class(cfg: StackConfig) -> None:
+    if cfg.hami is None or cfg.hami.runtime_class_name is None:
+        return
+    cdi = cfg.gpu_operator is not None and cfg.gpu_operator.cdi_enabled
+    if cfg.hami.runtime_class_name == "nvidia" and cdi:
+        raise ConfigError(
+            _key("hami", "runtimeClassName"),
+            "'nvidia' under a GPU Operator with CDI on makes HAMi's Pods fail with `unresolvable CDI devices`; "
+            "use nvidia-legacy or leave it unset",
+        )
+    if cfg.hami.runtime_class_name == "nvidia-legacy" and not cdi:
+        raise ConfigError(
+            _key("hami", "runtimeClassName"),
+            "nvidia-legacy exists only while the GPU Operator's CDI is on; leave it unset",
+        )
+
+
+def _first_error(err: ValidationError) -> ConfigError:
+    """One line from pydantic's errors: the full key, and for an unknown key the nearest known one."""
+    e = err.errors()[0]
+    loc = [str(p) for p in e["loc"]]
+    if e["type"] == "extra_forbidden":
+        parent_fields = _fields_at(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], parent_fields, n=1)
+        hint = f"did you mean {close[0]}?" if close else f"known keys: {', '.join(sorted(parent_fields))}"
+        return ConfigError(_key(*loc), f"unknown key; {hint}")
+    if e["type"] == "missing":
+        return ConfigError(_key(*loc), "required; set it in the stack file or with `pulumi config set`")
+    message = e["msg"].removeprefix("Value error, ")
+    if e["type"] == "literal_error":
+        message = f"{e['input']!r} is not allowed; {message[0].lower()}{message[1:]}"
+    return ConfigError(_key(*loc), message)
+
+
+def _fields_at(loc: list[str]) -> list[str]:
+    model: type[BaseModel] | None = StackConfig
+    for part in loc:
+        if model is None:
+            return []
+        field = next((f for n, f in model.model_fields.items() if _alias(n) == part), None)
+        if field is None:
+            return []
+        model = _model_of(field.annotation)
+    return [_alias(n) for n in model.model_fields] if model else []
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def parse(raw: Mapping[str, Any]) -> StackConfig:
+    """Validate `gpushare:`-namespaced values (strings hold JSON, as Pulumi passes them) into a StackConfig."""
+    data: dict[str, Any] = {}
+    for full_key, value in raw.items():
+        namespace, _, key = full_key.partition(":")
+        if namespace != NAMESPACE:
+            continue
+        if isinstance(value, str):
+            try:
+                decoded = json.loads(value)
+                value = decoded if isinstance(decoded, (dict, list)) else value
+            except json.JSONDecodeError:
+                pass
+        data[key] = value
+    try:
+        cfg = StackConfig.model_validate(data)
+    except ValidationError as err:
+        raise _first_error(err) from None
+    _check_combination(cfg)
+    _check_network(cfg)
+    _check_gpu(cfg)
+    _check_slices(cfg)
+    _check_hami(cfg)
+    _check_hami_runtime_class(cfg)
+    return cfg
+
+
+def load() -> StackConfig:
+    """Read this stack's `gpushare:` config from the Pulumi runtime and validate it."""
+    from pulumi.runtime import config as runtime_config  # here, so the models import without the runtime
+
+    keys = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+    import pulumi
+
+    raw = {k: runtime_config.get_config(k) for k in keys if k.startswith(f"{NAMESPACE}:")}
+    cfg = parse(raw)
+    for key in unused_sections(cfg):
+        pulumi.log.warn(f"{key} is set but unused with platform {cfg.platform}, toolkit {cfg.toolkit}, "
+                        f"sharing {cfg.sharing}")
+    return cfg

@@ -1,0 +1,36 @@
+"""Slice sizes for the proof: pure arithmetic on the card's memory, shared by config and the proof."""
+
+from __future__ import annotations
+
+_STEP_MIB = 1000
+
+
+def default_slice_mib(card_mib: int) -> int:
+    """The slice each of two proof Pods asks for: about a twelfth of the card, at least 4000 MiB.
+
+    97887 MiB (RTX PRO 6000) → 8000, 49140 (A6000) → 4000, 23034 (L4) → 4000, 15360 (T4) → 4000.
+    """
+    slice_mib = max(4000, _STEP_MIB * (card_mib // 12_000))
+    if 2 * slice_mib >= card_mib:
+        slice_mib = _STEP_MIB * max(1, (card_mib // 3) // _STEP_MIB)
+    return slice_mib
+
+
+def remaining_mib(card_mib: int, slice_mib: int, pods: int = 2) -> int:
+    """What is left on the card once the proof Pods hold their slices."""
+    return card_mib - pods * slice_mib
+
+
+def overcommit_mib(card_mib: int, slice_mib: int, pods: int = 2) -> int:
+    """A request that fits an empty card but not one whose slices are held: midway, to the nearest 1000 MiB.
+
+    97887 MiB with two 8000 MiB slices → 90000 (the k3s lab's figure).
+    """
+    low = remaining_mib(card_mib, slice_mib, pods)
+    mid = round((low + card_mib) / 2 / _STEP_MIB) * _STEP_MIB
+    return min(max(mid, low + 1), card_mib)
+
+
+def overcommit_is_valid(card_mib: int, slice_mib: int, request_mib: int, pods: int = 2) -> bool:
+    """True when the request would be refused only because the slices are held."""
+    return remaining_mib(card_mib, slice_mib, pods) < request_mib <= card_mib

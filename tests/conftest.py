@@ -1,0 +1,53 @@
+"""Fixtures: plan a stack under Pulumi's mock engine (fresh runtime state each time), and the reference data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from components.plan import Plan, run
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
+
+
+@lru_cache(maxsize=64)
+def _cached_plan(stack: str, overrides: tuple[str, ...]) -> Plan:
+    return run(stack, list(overrides))
+
+
+@pytest.fixture
+def plan_stack() -> Callable[..., Plan]:
+    """plan_stack("k3s", "gpushare:verify.sliceMiB=4000") → Plan; a fresh runtime each call, cached by args."""
+
+    def _plan(stack: str, *overrides: str) -> Plan:
+        return _cached_plan(stack, tuple(overrides))
+
+    return _plan
+
+
+@pytest.fixture
+def fresh_plan() -> Callable[..., Plan]:
+    """Like plan_stack but never cached, with the run() keywords (preview=False, mocks=...)."""
+    return run
+
+
+@pytest.fixture(scope="session")
+def charts_dir() -> Path:
+    """../shared/reference/charts: the pinned charts' values.yaml; absent in a user's clone, so skip."""
+    path = SHARED / "reference" / "charts"
+    if not path.is_dir():
+        pytest.skip("../shared/reference/charts is absent (only the project's workspace has it)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def seeds_dir() -> Path:
+    path = SHARED / "seeds"
+    if not path.is_dir():
+        pytest.skip("../shared/seeds is absent (only the project's workspace has it)")
+    return path
