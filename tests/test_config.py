@@ -1,0 +1,231 @@
+"""Stack config: the labs' defaults, and every refusal names its key and the fix before anything is registered."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.config import ConfigError, parse, unused_sections
+from components.plan import _as_pulumi_config, read_stack_config
+
+
+def stack_raw(stack: str, *overrides: str) -> dict[str, str]:
+    config, _ = read_stack_config(stack, list(overrides))
+    return _as_pulumi_config(config)
+
+
+def refusal(stack: str, *overrides: str) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        parse(stack_raw(stack, *overrides))
+    return caught.value
+
+
+GKE_MINIMAL: dict[str, Any] = {
+    "gpushare:platform": "gke",
+    "gpushare:toolkit": "gke-managed",
+    "gpushare:sharing": "kai",
+}
+
+
+# --- the labs' values ----------------------------------------------------------------------------------
+
+
+def test_gke_stack_defaults_are_lab12s_values() -> None:
+    cfg = parse(GKE_MINIMAL)
+    assert cfg.gke is not None and cfg.kai is not None and cfg.isolator is not None and cfg.gke_cdi is not None
+    assert (cfg.gke.zone, cfg.gke.machine_type, cfg.gke.node_count) == ("asia-northeast1-a", "n1-standard-2", 3)
+    assert (cfg.gke.gpu_type, cfg.gke.gpu_driver_version) == ("nvidia-tesla-t4", "DEFAULT")
+    assert cfg.card_mib == 15360  # what nvidia-smi reports on a T4, not 16 GiB
+    assert cfg.kai.version == "v0.17.0" and cfg.kai.cdi_enabled == "true"
+    assert cfg.isolator.container_vgpu_mount == "/home/kubernetes/bin/nvidia/vgpu"
+    assert cfg.gke_cdi.kyverno_version == "3.8.2"
+
+
+def test_k3s_stack_sizes_the_slice_from_the_96_gb_card() -> None:
+    cfg = parse(stack_raw("k3s"))
+    assert cfg.card_mib == 97887
+    assert cfg.slice_mib == 8000
+    assert cfg.overcommit_mib == 90000
+    assert cfg.hami is not None and cfg.hami.version == "2.9.0" and cfg.hami.namespace == "kube-system"
+
+
+def test_cluster_stack_is_the_articles_combination() -> None:
+    cfg = parse(stack_raw("cluster"))
+    assert cfg.gpu_operator is not None and cfg.hami is not None
+    assert (cfg.gpu_operator.driver_enabled, cfg.gpu_operator.device_plugin_enabled) == (False, False)
+    assert cfg.hami.version == "2.10.0"
+    assert (cfg.slice_mib, cfg.verify.cores_percent) == (4000, 30)
+
+
+def test_every_field_has_a_docstring_or_is_a_section() -> None:
+    from components import config as module
+
+    models = [getattr(module, n) for n in dir(module) if n.endswith("Config") and n != "ConfigError"]
+    for model in models:
+        assert model.__doc__, f"{model.__name__} has no docstring"
+
+
+# --- refusals ------------------------------------------------------------------------------------------
+
+
+def test_misspelt_key_is_refused_with_the_nearest_name() -> None:
+    err = refusal("gke", "gpushare:verify.sliceMb=4096")
+    assert err.key == "gpushare:verify.sliceMb"
+    assert "did you mean sliceMiB" in str(err)
+
+
+def test_misspelt_top_level_key_is_refused() -> None:
+    err = refusal("gke", "gpushare:platfrom=gke")
+    assert err.key == "gpushare:platfrom"
+    assert "did you mean platform" in str(err)
+
+
+def test_slice_larger_than_the_card_is_refused() -> None:
+    err = refusal("gke", "gpushare:verify.sliceMiB=999999")
+    assert err.key == "gpushare:verify.sliceMiB"
+    assert "larger than the card (15360 MiB" in str(err)
+
+
+def test_two_slices_that_do_not_fit_one_card_are_refused() -> None:
+    err = refusal("gke", "gpushare:verify.sliceMiB=8000")
+    assert err.key == "gpushare:verify.sliceMiB"
+    assert "two slices of 8000 MiB do not fit" in str(err)
+
+
+@pytest.mark.parametrize("request_mib", [80000, 120000])
+def test_overcommit_request_that_would_fit_or_exceed_the_card_is_refused(request_mib: int) -> None:
+    err = refusal("k3s", f"gpushare:verify.overcommitMiB={request_mib}")
+    assert err.key == "gpushare:verify.overcommitMiB"
+    assert "81887 MiB" in str(err)
+
+
+def test_gpu_operator_on_gke_managed_drivers_is_refused() -> None:
+    err = refusal("gke", "gpushare:toolkit=gpu-operator")
+    assert err.key == "gpushare:toolkit"
+    assert "GPU Operator over GKE-managed drivers" in str(err)
+
+
+def test_hami_on_gke_beside_gkes_device_plugin_is_refused() -> None:
+    err = refusal("gke", "gpushare:sharing=hami")
+    assert err.key == "gpushare:sharing"
+    assert "device plugin" in str(err)
+
+
+def test_hami_beside_the_operators_device_plugin_is_refused() -> None:
+    err = refusal("cluster", "gpushare:gpuOperator.devicePluginEnabled=true")
+    assert err.key == "gpushare:gpuOperator.devicePluginEnabled"
+    assert "two device plugins" in str(err)
+
+
+@pytest.mark.parametrize("version", ["latest", "2.x", ">=2.9.0", ""])
+def test_unpinned_chart_version_is_refused(version: str) -> None:
+    err = refusal("k3s", f"gpushare:hami.version={json.dumps(version)}")
+    assert err.key == "gpushare:hami.version"
+
+
+def test_unpinned_kai_version_is_refused() -> None:
+    err = refusal("gke", "gpushare:kai.version=latest")
+    assert err.key == "gpushare:kai.version"
+    assert "not a pinned chart version" in str(err)
+
+
+def test_kai_cdi_enabled_as_a_boolean_is_refused() -> None:
+    err = refusal("gke", "gpushare:kai.cdiEnabled=true")  # unquoted: YAML makes it a boolean
+    assert err.key == "gpushare:kai.cdiEnabled"
+    assert "rejects a boolean" in str(err)
+
+
+def test_kai_cdi_enabled_as_the_string_true_is_accepted() -> None:
+    assert parse(stack_raw("gke", 'gpushare:kai.cdiEnabled="true"')).kai.cdi_enabled == "true"  # type: ignore[union-attr]
+
+
+def test_hami_scheduler_tag_that_does_not_match_k3s_is_refused() -> None:
+    err = refusal("k3s", "gpushare:hami.schedulerImageTag=v1.35.6")
+    assert err.key == "gpushare:hami.schedulerImageTag"
+    assert "v1.36.2" in str(err)
+
+
+def test_hami_scheduler_tag_equal_to_the_server_version_is_accepted() -> None:
+    cfg = parse(stack_raw("k3s", "gpushare:hami.schedulerImageTag=v1.36.2"))
+    assert cfg.hami is not None and cfg.hami.scheduler_image_tag == "v1.36.2"
+
+
+def test_hami_scheduler_tag_that_does_not_match_the_existing_cluster_is_refused() -> None:
+    err = refusal("cluster", "gpushare:hami.schedulerImageTag=v1.36.2")
+    assert "cluster.kubernetesVersion" in str(err)
+
+
+def test_world_open_firewall_without_opt_in_is_refused() -> None:
+    err = refusal("k3s", 'gpushare:vm.allowedSourceRanges=["0.0.0.0/0"]')
+    assert err.key == "gpushare:vm.allowedSourceRanges"
+    assert "allowWorldOpen" in str(err)
+
+
+def test_world_open_firewall_with_explicit_opt_in_is_accepted() -> None:
+    cfg = parse(stack_raw("k3s", 'gpushare:vm.allowedSourceRanges=["0.0.0.0/0"]', "gpushare:vm.allowWorldOpen=true"))
+    assert cfg.vm is not None and cfg.vm.allowed_source_ranges == ["0.0.0.0/0"]
+
+
+def test_missing_source_ranges_are_refused() -> None:
+    err = refusal("k3s", "gpushare:vm.allowedSourceRanges=[]")
+    assert err.key == "gpushare:vm.allowedSourceRanges"
+    assert "required" in str(err)
+
+
+def test_malformed_cidr_is_refused() -> None:
+    err = refusal("k3s", 'gpushare:vm.allowedSourceRanges=["my-laptop"]')
+    assert err.key == "gpushare:vm.allowedSourceRanges"
+    assert "'my-laptop' is not a CIDR" in str(err)
+
+
+def test_unknown_gpu_type_without_memory_is_refused_and_with_memory_accepted() -> None:
+    err = refusal("gke", "gpushare:gke.gpuType=nvidia-tesla-p100")
+    assert err.key == "gpushare:gke.gpuMemoryMiB"
+    cfg = parse(stack_raw("gke", "gpushare:gke.gpuType=nvidia-tesla-p100", "gpushare:gke.gpuMemoryMiB=16384"))
+    assert cfg.card_mib == 16384
+
+
+def test_kai_outside_gke_is_refused() -> None:
+    assert refusal("cluster", "gpushare:sharing=kai").key == "gpushare:sharing"
+
+
+def test_k3s_with_a_gpu_operator_is_refused() -> None:
+    assert refusal("k3s", "gpushare:toolkit=gpu-operator").key == "gpushare:toolkit"
+
+
+def test_existing_host_without_a_host_section_is_refused() -> None:
+    err = refusal("k3s", "gpushare:platform=existing-host")
+    assert err.key == "gpushare:host"
+
+
+def test_existing_cluster_needs_exactly_one_kubeconfig_source() -> None:
+    err = refusal("cluster", 'gpushare:cluster.kubeconfig="apiVersion: v1"')
+    assert err.key == "gpushare:cluster"
+    assert "exactly one" in str(err)
+
+
+def test_nvidia_runtime_class_under_cdi_is_refused() -> None:
+    err = refusal("cluster", "gpushare:hami.runtimeClassName=nvidia")
+    assert err.key == "gpushare:hami.runtimeClassName"
+    assert "unresolvable CDI devices" in str(err)
+
+
+def test_bad_enum_names_the_allowed_values() -> None:
+    err = refusal("gke", "gpushare:platform=eks")
+    assert "'gke', 'k3s-vm', 'existing-host' or 'existing'" in str(err)
+
+
+def test_a_section_for_another_choice_is_reported_not_refused() -> None:
+    cfg = parse(stack_raw("cluster", "gpushare:toolkit=host"))
+    assert unused_sections(cfg) == ["gpushare:gpuOperator"]
+
+
+def test_secret_values_never_appear_in_an_error() -> None:
+    raw = stack_raw("cluster", "gpushare:cluster.kubeconfig=TOPSECRET-TOKEN", "gpushare:cluster.context=42x")
+    raw["gpushare:cluster"] = json.dumps({**json.loads(raw["gpushare:cluster"]), "kubeconfigPath": None,
+                                          "gpuNodes": []})
+    with pytest.raises(ConfigError) as caught:
+        parse(raw)
+    assert "TOPSECRET" not in str(caught.value)
