@@ -515,7 +515,9 @@ def unused_sections(cfg: StackConfig) -> list[str]:
     """Sections set for another choice (say `gpuOperator` after `toolkit: host`): kept, but said aloud."""
     needed = _sections_for(cfg.platform, cfg.toolkit, cfg.sharing)
     return [
-        _key(_SECTION_KEYS[name]) for name in _OPTIONAL_SECTIONS if getattr(cfg, name) is not None and name not in needed
+        _key(_SECTION_KEYS[name])
+        for name in _OPTIONAL_SECTIONS
+        if getattr(cfg, name) is not None and name not in needed
     ]
 
 

@@ -32,7 +32,7 @@ current-context: default
 users:
 - name: default
   user: {token: mock-token}
-""" % MOCK_CA
+""".replace("%s", MOCK_CA)
 
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
@@ -174,7 +174,7 @@ class RecordingMonitor(MockMonitor):
         self.registrations = []
         self.component_outputs = {}
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the engine's RPC name)
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             options: dict[str, Any] = {}
@@ -206,7 +206,7 @@ class RecordingMonitor(MockMonitor):
             )
         return response
 
-    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802
+    def RegisterResourceOutputs(self, request: Any) -> Any:
         self.component_outputs[request.urn] = _plain(json_format.MessageToDict(request.outputs))
         return super().RegisterResourceOutputs(request)
 

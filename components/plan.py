@@ -3,8 +3,8 @@
     python -m components.plan STACK [--json] [-c key=value ...]
 
 Loads `Pulumi.STACK.yaml`, applies each `-c` (a dotted key sets a nested value:
-`-c gpushare:verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and prints the
-resource tree, or with `--json` one deterministic object: `{"stack", "resources", "outputs"}`.
+`-c gpushare:verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
+prints the resource tree, or with `--json` one deterministic object: `{"stack", "resources", "outputs"}`.
 Invalid config exits 2 with one line on stderr and registers nothing.
 """
 

@@ -36,7 +36,8 @@ def main() -> int:
         times = [time_plan(stack) for _ in range(args.runs)]
         median = statistics.median(times)
         met &= median <= args.target
-        print(f"{stack:<10}{min(times):>8.2f}{median:>10.2f}{max(times):>8.2f}  {'ok' if median <= args.target else 'SLOW'}")
+        verdict = "ok" if median <= args.target else "SLOW"
+        print(f"{stack:<10}{min(times):>8.2f}{median:>10.2f}{max(times):>8.2f}  {verdict}")
     return 0 if met else 1
 
 

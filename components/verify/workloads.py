@@ -1,0 +1,275 @@
+"""The proof Pods: two slices of one card that probe their quota, an over-commit Pod, and their probe files.
+
+The Pods only measure; the verifier (collect.py) waits for them and judges. Every Pod here carries
+`pulumi.com/skipAwait` except the whole-GPU precondition Pod, so a Pod that stays Pending (as the over-commit
+Pod must) never hangs `pulumi up`: the verifier does the waiting, with a deadline.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.verify.spec import SharingProof, SliceRequest
+
+PROBE_DIR = Path(__file__).resolve().parent / "probes"
+JUDGE_FILE = Path(__file__).resolve().parent / "judge.py"
+REQUIRED_PROBES = ("memory.py", "compute.py", "verifier.py")
+MOUNT_PATH = "/gpushare"
+READY_FILE = "/tmp/gpushare-ready"
+TERMINATION_LOG = "/dev/termination-log"
+OVERCOMMIT_POD = "hami-oversubscribe"
+WHOLE_GPU_POD = "gpushare-whole-gpu"
+PROOF_POD_LABEL = "gpushare.io/proof-pod"
+GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+COMMON_LABELS = {"app.kubernetes.io/part-of": "gpushare", "app.kubernetes.io/component": "proof"}
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+WAIT_SUCCEEDED = {"pulumi.com/waitFor": "jsonpath={.status.phase}=Succeeded"}
+BASE_ENV = {
+    "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+    # The verifier reads results from the log while the probe still holds memory: no buffered lines.
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What each proof Pod's memory probe does, and whether Pod A measures compute first."""
+
+    expect_limit_mib: int
+    hold_mib: int
+    hold_seconds: int
+    extra_mib: int
+    sweep_gib: tuple[float, ...]
+    cores_percent: int | None = None
+    compute_seconds: int = 20
+
+
+@dataclass(frozen=True)
+class ProofWorkloadsArgs:
+    """The proof Pods of one sharing system, in one namespace, on one provider."""
+
+    provider: k8s.Provider
+    namespace: pulumi.Input[str]
+    pod_prefix: str
+    proof: SharingProof
+    probes: ProbeSettings
+    image: str
+    smi_image: str | None = None
+    """Image of the whole-GPU precondition Pod (GKE); None: no such Pod."""
+    ready: Sequence[pulumi.Resource] = ()
+    """What every Pod waits for: the cluster, the sharing system, the namespace."""
+
+
+def probe_files() -> dict[str, str]:
+    """The files mounted at /gpushare: every probe and helper, plus the judge the verifier imports."""
+    missing = [name for name in REQUIRED_PROBES if not (PROBE_DIR / name).is_file()]
+    if missing or not JUDGE_FILE.is_file():
+        raise FileNotFoundError(f"proof files missing: {', '.join(missing or ['judge.py'])} under {PROBE_DIR.parent}")
+    files = {p.name: p.read_text() for p in sorted(PROBE_DIR.glob("*.py")) if p.name != "__init__.py"}
+    files["judge.py"] = JUDGE_FILE.read_text()
+    return files
+
+
+def _gib_list(values: Sequence[float]) -> str:
+    return ",".join(f"{v:g}" for v in values)
+
+
+def memory_command(probes: ProbeSettings) -> list[str]:
+    """The memory probe's argv: the expected quota, the labs' phases, and a hold kept for the later checks."""
+    return [
+        "python3", f"{MOUNT_PATH}/memory.py", "--json",
+        "--expect-limit-mib", str(probes.expect_limit_mib),
+        "--hold-mib", str(probes.hold_mib),
+        "--hold-seconds", str(probes.hold_seconds),
+        "--extra-mib", str(probes.extra_mib),
+        "--sweep-gib", _gib_list(probes.sweep_gib),
+        "--findings",
+        "--result-file", TERMINATION_LOG,
+        "--ready-file", READY_FILE,
+        "--keep-holding", str(probes.hold_mib),
+    ]  # fmt: skip
+
+
+def compute_command(probes: ProbeSettings) -> list[str]:
+    """The compute probe's argv: a limited run and an unlimited baseline on the same card."""
+    return ["python3", f"{MOUNT_PATH}/compute.py", "--json", "--seconds", str(probes.compute_seconds), "--baseline"]
+
+
+def container_command(probes: ProbeSettings, *, measure_compute: bool) -> list[str]:
+    """Pod A measures compute first (its JSON goes to the log), then the memory probe; B only the memory probe."""
+    memory = memory_command(probes)
+    if not measure_compute or probes.cores_percent is None:
+        return memory
+    # `;` not `&&`: a failed compute run is a result to report, and the memory proof must still run.
+    return ["/bin/sh", "-c", f"{shlex.join(compute_command(probes))}; exec {shlex.join(memory)}"]
+
+
+def co_located_with(pod_name: str) -> dict[str, Any]:
+    """A required podAffinity onto one Pod's node: the slices share a node by construction, not by luck."""
+    return {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {PROOF_POD_LABEL: pod_name}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+
+
+def _volume(config_map_name: pulumi.Input[str]) -> dict[str, Any]:
+    return {"name": "probes", "configMap": {"name": config_map_name, "defaultMode": 0o444}}
+
+
+_MOUNT = {"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}
+
+
+def proof_pod_spec(
+    request: SliceRequest,
+    *,
+    command: list[str],
+    image: str,
+    config_map_name: pulumi.Input[str],
+    affinity: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """One slice Pod's spec from its SliceRequest: scheduler, limits, env, privilege, probe mount, readiness."""
+    env = {**BASE_ENV, **request.env}
+    container: dict[str, Any] = {
+        "name": "probe",
+        "image": image,
+        "command": command,
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "volumeMounts": [_MOUNT],
+        # Ready only once the probe wrote its ready file, which it does only when its checks passed.
+        "readinessProbe": {"exec": {"command": ["test", "-f", READY_FILE]}, "periodSeconds": 5},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    if request.limits:
+        container["resources"] = {"limits": dict(request.limits)}
+    if request.privileged:
+        container["securityContext"] = {"privileged": True}
+    spec: dict[str, Any] = {
+        "schedulerName": request.scheduler_name,
+        "restartPolicy": "Never",
+        "tolerations": [GPU_TAINT_TOLERATION],
+        "containers": [container],
+        "volumes": [_volume(config_map_name)],
+    }
+    if affinity:
+        spec["affinity"] = dict(affinity)
+    return spec
+
+
+class ProofWorkloads(pulumi.ComponentResource):
+    """The probe ConfigMap, the whole-GPU precondition Pod (GKE), slice Pods A and B, and the over-commit Pod."""
+
+    config_map_name: str
+    pods: list[k8s.core.v1.Pod]
+    """Every Pod the verifier must wait for."""
+
+    def __init__(self, name: str, args: ProofWorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:verify:ProofWorkloads", name, None, opts)
+        proof, prefix = args.proof, args.pod_prefix
+        if len(proof.requests) != 2:
+            raise ValueError(f"the proof needs exactly two slice requests (a, b), got {len(proof.requests)}")
+
+        def child(depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
+            # Named Pods cannot coexist with their replacement: delete first.
+            return pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[*args.ready, *depends_on], delete_before_replace=True
+            )
+
+        cm_name = f"{prefix}-probes"
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-probes",
+            metadata={"name": cm_name, "namespace": args.namespace, "labels": COMMON_LABELS},
+            data=probe_files(),
+            opts=child(),
+        )
+        self.config_map_name = cm_name
+
+        def metadata(pod_name: str, request: SliceRequest | None, annotations: Mapping[str, str]) -> dict[str, Any]:
+            labels = {**COMMON_LABELS, **(request.labels if request else {}), PROOF_POD_LABEL: pod_name}
+            notes = {**(request.annotations if request else {}), **annotations}
+            return {"name": pod_name, "namespace": args.namespace, "labels": labels, "annotations": notes}
+
+        before_slices: list[pulumi.Resource] = [config_map]
+        self.pods = []
+        pod_names: list[str] = []
+        if args.smi_image is not None:
+            whole = k8s.core.v1.Pod(
+                f"{name}-whole-gpu",
+                metadata=metadata(WHOLE_GPU_POD, None, WAIT_SUCCEEDED),
+                spec={
+                    "restartPolicy": "Never",
+                    "tolerations": [GPU_TAINT_TOLERATION],
+                    "containers": [
+                        {
+                            "name": "nvidia-smi",
+                            "image": args.smi_image,
+                            "command": ["nvidia-smi"],
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                },
+                opts=child(),
+            )
+            before_slices.append(whole)
+            self.pods.append(whole)
+            pod_names.append(WHOLE_GPU_POD)
+
+        names = (f"{prefix}-a", f"{prefix}-b")
+        pod_a = k8s.core.v1.Pod(
+            f"{name}-pod-a",
+            metadata=metadata(names[0], proof.requests[0], SKIP_AWAIT),
+            spec=proof_pod_spec(
+                proof.requests[0],
+                command=container_command(args.probes, measure_compute=True),
+                image=args.image,
+                config_map_name=cm_name,
+                affinity=None,
+            ),
+            opts=child(before_slices),
+        )
+        pod_b = k8s.core.v1.Pod(
+            f"{name}-pod-b",
+            metadata=metadata(names[1], proof.requests[1], SKIP_AWAIT),
+            spec=proof_pod_spec(
+                proof.requests[1],
+                command=container_command(args.probes, measure_compute=False),
+                image=args.image,
+                config_map_name=cm_name,
+                affinity=co_located_with(names[0]),
+            ),
+            opts=child([*before_slices, pod_a]),
+        )
+        self.pods += [pod_a, pod_b]
+        pod_names += names
+
+        if proof.overcommit_request is not None:
+            overcommit_spec = proof_pod_spec(
+                proof.overcommit_request,
+                command=["sleep", "infinity"],
+                image=args.image,
+                config_map_name=cm_name,
+                affinity=co_located_with(names[0]),
+            )
+            container = overcommit_spec["containers"][0]
+            del container["readinessProbe"], container["volumeMounts"], container["terminationMessagePolicy"]
+            del overcommit_spec["volumes"]
+            self.pods.append(
+                k8s.core.v1.Pod(
+                    f"{name}-overcommit",
+                    metadata=metadata(OVERCOMMIT_POD, proof.overcommit_request, SKIP_AWAIT),
+                    spec=overcommit_spec,
+                    opts=child([pod_a, pod_b]),
+                )
+            )
+            pod_names.append(OVERCOMMIT_POD)
+
+        self.register_outputs({"configMap": cm_name, "pods": pod_names})

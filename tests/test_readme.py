@@ -1,0 +1,47 @@
+"""The README's promises are what the tests run: its config table is current, its commands are the real ones."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+
+from components.config_doc import BEGIN, END, reference_markdown
+from components.plan import main
+from tests.conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+CI = (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_config_table_is_generated_from_the_models() -> None:
+    start, end = README.index(BEGIN), README.index(END) + len(END)
+    assert README[start:end] == reference_markdown(), "run: python -m components.config_doc and paste into README"
+
+
+def test_ci_runs_the_readmes_setup_and_test_commands_as_written() -> None:
+    setup = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'"
+    test = ".venv/bin/pytest -q"
+    assert setup in README and test in README
+    assert setup in CI and test in CI
+
+
+PLAN_COMMANDS = re.findall(r"^\.venv/bin/python -m components\.plan (.+?)(?:\s+#.*)?$", README, re.M)
+REFUSALS = re.findall(r"^\$ \.venv/bin/python -m components\.plan (.+)\nerror: (.+)$", README, re.M)
+
+
+def test_readme_shows_plan_commands_and_a_refusal() -> None:
+    assert len(PLAN_COMMANDS) >= 3 and REFUSALS
+
+
+@pytest.mark.parametrize("args", PLAN_COMMANDS)
+def test_readme_plan_command_plans(args: str, capsys) -> None:
+    assert main(shlex.split(args)) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(("args", "message"), REFUSALS)
+def test_readme_refusal_is_what_the_plan_prints(args: str, message: str, capsys) -> None:
+    assert main(shlex.split(args)) == 2
+    assert capsys.readouterr().err.strip() == f"error: {message}"
