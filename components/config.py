@@ -179,7 +179,7 @@ class ClusterConfig(_Model):
     """An existing cluster reached through a kubeconfig (kubeadm, KubeKey, on-prem)."""
 
     kubeconfig: SecretStr | None = None
-    """The kubeconfig itself (`pulumi config set --secret gpushare:cluster.kubeconfig < file`)."""
+    """The kubeconfig itself (`pulumi config set --secret --path gpushare:cluster.kubeconfig < file`)."""
     kubeconfig_path: str | None = None
     """Or a path to it."""
     context: str | None = None

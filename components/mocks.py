@@ -127,7 +127,7 @@ class GpushareMocks(pulumi.runtime.Mocks):
             answer = INVOKES[args.token]
         except KeyError:
             raise NotImplementedError(f"unmocked invoke {args.token}: add it to components/mocks.INVOKES") from None
-        return answer(args.args), None
+        return answer(args.args), []  # the mock monitor iterates the failures; None breaks every invoke
 
 
 @dataclass

@@ -154,6 +154,8 @@ def _run_in_fresh_context(
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_all_config(_as_pulumi_config(config), secret_keys)
     pulumi.runtime.set_mocks(mocks, project="gpushare", stack=stack, preview=preview, monitor=monitor)
+    # MockSettings leaves the pending-outputs set shared: a run that raised would leak its tasks into the next.
+    settings.SETTINGS.outputs = set()
 
     def program() -> None:
         runpy.run_path(str(root / "__main__.py"), run_name="__main__")

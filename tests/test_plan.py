@@ -117,3 +117,37 @@ def test_human_output_is_a_tree_with_outputs(capsys) -> None:
     out = capsys.readouterr().out
     assert out.startswith("stack k3s:")
     assert "outputs:" in out and "verification" in out
+
+
+def test_an_unmocked_invoke_raises(tmp_path) -> None:
+    (tmp_path / "Pulumi.t.yaml").write_text("config: {}\n")
+    (tmp_path / "__main__.py").write_text(
+        "import pulumi\n"
+        "pulumi.runtime.invoke('gcp:compute/getZones:getZones', {}).value\n"
+    )
+    with pytest.raises(Exception, match="unmocked invoke gcp:compute/getZones:getZones"):
+        run("t", root=tmp_path)
+
+
+def test_stacks_planned_one_after_another_do_not_leak(tmp_path) -> None:
+    program = (
+        "import pulumi, pulumi_kubernetes as k8s\n"
+        "k8s.core.v1.Namespace(pulumi.get_stack() + '-ns')\n"
+        "pulumi.export('stack', pulumi.get_stack())\n"
+    )
+    (tmp_path / "__main__.py").write_text(program)
+    for name in ("one", "two"):
+        (tmp_path / f"Pulumi.{name}.yaml").write_text("config: {}\n")
+    first, second = run("one", root=tmp_path), run("two", root=tmp_path)
+    assert [r["name"] for r in first.resources] == ["one-ns"]
+    assert [r["name"] for r in second.resources] == ["two-ns"]
+    assert second.outputs == {"stack": "two"}
+
+
+def test_secret_config_values_are_planned_as_secrets(tmp_path) -> None:
+    (tmp_path / "Pulumi.s.yaml").write_text("config:\n  app:token:\n    secure: AAABAxyz\n")
+    (tmp_path / "__main__.py").write_text(
+        "import pulumi\n"
+        "pulumi.export('token', pulumi.Config('app').require_secret('token'))\n"
+    )
+    assert run("s", root=tmp_path).outputs == {"token": "[secret]"}

@@ -1,11 +1,226 @@
-"""Placeholder until its stack issue lands: registers nothing, claims nothing."""
+"""HAMi (scheduler extender, device plugin, HAMi-core) from its Helm chart, aware of 2.9.0 and 2.10.0.
+
+The value paths are per chart version and each exists in that version's values.yaml (a test checks it),
+since Helm ignores a misspelt key without a word.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
 from components.gpu.sharing import SharingSetup, ToolkitFacts
 from components.platform.facts import ClusterFacts
+from components.verify.spec import CheckId, SharingProof, SliceRequest
+from components.versions import kubernetes_release
+
+CHART = "hami"
+REPO = "https://project-hami.github.io/HAMi"
+SCHEDULER_NAME = "hami-scheduler"
+LEGACY_RUNTIME_CLASS = "nvidia-legacy"
+REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
+ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
+Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChartKeys:
+    """Where one chart version reads each value we set."""
+
+    scheduler_tag: Path
+    split_count: Path = ("devicePlugin", "deviceSplitCount")
+    node_selector: Path | None = ("devicePlugin", "nvidiaNodeSelector")
+    runtime_class: Path = ("devicePlugin", "runtimeClassName")
+    create_runtime_class: Path | None = ("devicePlugin", "createRuntimeClass")
+    registries: tuple[Path, ...] = ()
+    """Image `registry` keys: each takes the mirror's host as it is."""
+    repositories: Mapping[Path, str] = field(default_factory=dict)
+    """Image `repository` keys that carry their registry in them: path → the repository without it."""
+
+
+_REGISTRIES: tuple[Path, ...] = (
+    ("global", "imageRegistry"),
+    ("scheduler", "kubeScheduler", "image", "registry"),
+    ("scheduler", "extender", "image", "registry"),
+    ("scheduler", "patch", "image", "registry"),
+    ("scheduler", "patch", "imageNew", "registry"),
+    ("devicePlugin", "image", "registry"),
+    ("devicePlugin", "monitor", "image", "registry"),
+    ("mockDevicePlugin", "image", "registry"),
+)
+_IMAGE_TAG: Path = ("scheduler", "kubeScheduler", "image", "tag")
+
+CHART_KEYS: dict[str, ChartKeys] = {
+    "2.9.0": ChartKeys(
+        scheduler_tag=_IMAGE_TAG,
+        registries=_REGISTRIES,
+        # The DRA subchart's image names ghcr.io inside its repository; it renders only with dra.enabled.
+        repositories={("hami-dra", "drivers", "nvidia", "image", "repository"): "project-hami/k8s-dra-driver"},
+    ),
+    "2.10.0": ChartKeys(scheduler_tag=_IMAGE_TAG, registries=_REGISTRIES),
+}
+"""The chart versions this component knows (the Ascend device plugin's `image` is empty and off in both)."""
+
+
+def scheduler_tag_path(version: str) -> Path:
+    """The key the chart reads the kube-scheduler tag from: `image.tag` since 2.7, where `imageTag` is ignored."""
+    if version in CHART_KEYS:
+        return CHART_KEYS[version].scheduler_tag
+    major, minor = (int(part) for part in version.lstrip("v").split(".")[:2])
+    return _IMAGE_TAG if (major, minor) >= (2, 7) else ("scheduler", "kubeScheduler", "imageTag")
+
+
+def runtime_class_for(cdi_enabled: bool, override: str | None = None) -> str | None:
+    """`nvidia-legacy` under a CDI GPU Operator (`nvidia` there fails with `unresolvable CDI devices`), else none."""
+    if override is not None:
+        return override
+    return LEGACY_RUNTIME_CLASS if cdi_enabled else None
+
+
+def _put(values: dict[str, Any], path: Path, value: Any) -> None:
+    node = values
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+
+
+@dataclass(frozen=True)
+class HamiArgs:
+    """One HAMi release: chart version, where it goes, and what its scheduler and device plugin need."""
+
+    version: str
+    namespace: str
+    scheduler_image_tag: str
+    device_split_count: int = 10
+    node_label: Mapping[str, str] = field(default_factory=lambda: {"gpu": "on"})
+    runtime_class_name: str | None = None
+    image_registry: str | None = None
+    timeout_seconds: int = 300
+
+
+def hami_values(args: HamiArgs) -> dict[str, Any]:
+    """The chart values for `args`, at the paths `args.version` reads."""
+    keys = CHART_KEYS[args.version]
+    values: dict[str, Any] = {}
+    # Set even though the chart falls back to the server version: the plan is then exact and a mirror checkable.
+    _put(values, keys.scheduler_tag, args.scheduler_image_tag)
+    _put(values, keys.split_count, args.device_split_count)
+    if keys.node_selector is not None:
+        _put(values, keys.node_selector, dict(args.node_label))
+    if args.runtime_class_name is not None:
+        _put(values, keys.runtime_class, args.runtime_class_name)
+    if keys.create_runtime_class is not None:
+        # The chart would create the class with the wrong handler; the toolkit (or GPU Operator) owns it.
+        _put(values, keys.create_runtime_class, False)
+    if args.image_registry:
+        mirror = args.image_registry.rstrip("/")
+        for path in keys.registries:
+            _put(values, path, mirror)
+        for path, repository in keys.repositories.items():
+            _put(values, path, f"{mirror}/{repository}")
+    return values
+
+
+class Hami(pulumi.ComponentResource):
+    """The HAMi Helm release, waited on until its scheduler and device plugin are up."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: HamiArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:gpu:Hami", name, None, opts)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=CHART,
+            chart=CHART,
+            version=args.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=REPO),
+            namespace=args.namespace,
+            create_namespace=args.namespace not in ("kube-system", "default"),
+            values=hami_values(args),
+            timeout=args.timeout_seconds,
+            # A component's depends_on does not reach its children; the release is what must wait.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=(opts.depends_on if opts else None)),
+        )
+        self.register_outputs({"version": args.version, "schedulerImageTag": args.scheduler_image_tag,
+                               "status": self.release.status})
+
+
+def hami_proof(
+    slice_mib: int,
+    overcommit_mib: int,
+    cores_percent: int | None,
+    device_split_count: int,
+    cards_per_node: int,
+) -> SharingProof:
+    """What HAMi promises for two Pods of `slice_mib` (and `cores_percent`) on one card, made checkable."""
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(slice_mib)}
+    env = {"CUDA_DEVICE_MEMORY_LIMIT_0": f"{slice_mib}m"}
+    checks: list[CheckId] = ["same-gpu", "view-isolation", "quota-injection", "memory-enforced",
+                             "neighbor-isolation", "preload-mechanism", "overcommit-rejected"]
+    if cores_percent is not None:
+        limits["nvidia.com/gpucores"] = str(cores_percent)
+        env["CUDA_DEVICE_SM_LIMIT"] = str(cores_percent)
+        checks.append("compute-limited")
+    # HAMi 2.10.0 rejects GPU Pods with a privileged container, so no proof Pod is privileged.
+    request = SliceRequest(scheduler_name=SCHEDULER_NAME, limits=limits, privileged=False)
+    overcommit = SliceRequest(
+        scheduler_name=SCHEDULER_NAME,
+        limits={"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(overcommit_mib)},
+        privileged=False,
+    )
+    return SharingProof(
+        system="hami",
+        requests=(request, request),
+        overcommit_request=overcommit,
+        pending_reason="CardInsufficientMemory",
+        visible_mib=slice_mib,
+        limit_bytes=slice_mib * 2**20,
+        limit_env=env,
+        preload_library="libvgpu.so",
+        node_registration={
+            "annotation": REGISTER_ANNOTATION,
+            "resource": "nvidia.com/gpu",
+            "slotsPerCard": device_split_count,
+            "cardsPerNode": cards_per_node,
+        },
+        allocation_annotation=ALLOCATED_ANNOTATION,
+        checks=tuple(checks),
+        notes=(
+            "Software isolation: HAMi-core (libvgpu.so in /etc/ld.so.preload) intercepts CUDA calls in user "
+            "space; it is not MIG, so a misbehaving kernel is bounded by interception, not by hardware partitions.",
+        ),
+    )
 
 
 def from_config(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
-    return SharingSetup(proof=None)  # type: ignore[arg-type]
+    """HAMi at `hami.version`, its scheduler tag from the server version, and its proof contract."""
+    assert cfg.hami is not None
+    hami = cfg.hami
+    server = cfg.kubernetes_version
+    assert server is not None, "HAMi needs the server version from k3s.version or cluster.kubernetesVersion"
+    args = HamiArgs(
+        version=hami.version,
+        namespace=hami.namespace,
+        scheduler_image_tag=hami.scheduler_image_tag or kubernetes_release(server),
+        device_split_count=hami.device_split_count,
+        node_label=dict(hami.node_label),
+        runtime_class_name=runtime_class_for(toolkit.cdi_enabled, hami.runtime_class_name),
+        image_registry=cfg.image_registry,
+        timeout_seconds=hami.wait_timeout_seconds,
+    )
+    component = Hami("hami", args, pulumi.ResourceOptions(
+        providers=[cluster.provider],
+        depends_on=[*cluster.ready, *toolkit.ready],
+    ))
+    proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
+                       hami.device_split_count, cluster.gpu.per_node)
+    return SharingSetup(
+        proof=proof,
+        ready=[component.release],
+        outputs={"hamiVersion": hami.version, "schedulerImageTag": args.scheduler_image_tag},
+    )

@@ -1,11 +1,86 @@
-"""Placeholder until its stack issue lands: registers nothing, claims nothing."""
+"""KAI sharing on GKE: KAI Scheduler, kai-resource-isolator and the GKE/CDI workarounds, and the proof they owe."""
 
 from __future__ import annotations
 
+import pulumi
+
 from components.config import StackConfig
+from components.gpu import gke_cdi, isolator, kai
+from components.gpu.gke_cdi import CONTAINER_BIN_PATH, CONTAINER_LIBRARY_PATH, GkeCdiWorkarounds
+from components.gpu.isolator import PRELOAD_LIBRARY, ResourceIsolator
+from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME, KaiScheduler, kai_visible_mib
 from components.gpu.sharing import SharingSetup, ToolkitFacts
 from components.platform.facts import ClusterFacts
+from components.verify.spec import CHECK_IDS, CheckId, MonitorTarget, SharingProof, SliceRequest
+
+MIB = 2**20
+# The monitor-bound checks need the monitor; over-commit is not KAI's per-card accounting to prove here.
+KAI_CHECKS: tuple[CheckId, ...] = tuple(
+    c for c in CHECK_IDS if c in {"same-gpu", "view-isolation", "quota-injection", "memory-enforced",
+                                  "neighbor-isolation", "preload-mechanism", "monitor-metrics"}
+)
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+NOTES = (
+    "Sharing Pods run privileged: on GKE the device nodes are mounted into them by a Kyverno policy, so this "
+    "proves CUDA-level memory quotas between cooperating Pods, not a multi-tenant security boundary.",
+    "The quota is HAMi-core's, enforced at the CUDA API inside each container; it is not a hardware partition "
+    "such as MIG.",
+)
+
+
+def kai_slice_request(queue: str, slice_mib: int) -> SliceRequest:
+    """One proof Pod's ask: KAI's scheduler, its queue label and `gpu-memory`; never a `nvidia.com/gpu` limit.
+
+    KAI rejects a Pod that carries both the annotation and the limit.
+    """
+    return SliceRequest(
+        scheduler_name=SCHEDULER_NAME,
+        labels={QUEUE_LABEL: queue},
+        annotations={GPU_MEMORY_ANNOTATION: str(slice_mib)},
+        limits={},
+        # What the device-injection policy mounts still has to be found: libraries and nvidia-smi.
+        env={"LD_LIBRARY_PATH": CONTAINER_LIBRARY_PATH, "PATH": f"{CONTAINER_BIN_PATH}:{SYSTEM_PATH}"},
+        privileged=True,
+    )
+
+
+def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: MonitorTarget | None) -> SharingProof:
+    """What KAI + HAMi-core promise for two Pods of `slice_mib` on one `card_mib` card."""
+    visible = kai_visible_mib(slice_mib, card_mib)
+    checks = KAI_CHECKS if monitor is not None else tuple(c for c in KAI_CHECKS if c != "monitor-metrics")
+    return SharingProof(
+        system="kai",
+        requests=(kai_slice_request(queue, slice_mib), kai_slice_request(queue, slice_mib)),
+        overcommit_request=None,
+        pending_reason=None,
+        visible_mib=visible,
+        limit_bytes=visible * MIB,
+        # KAI's binder injects the un-indexed variable, not HAMi's CUDA_DEVICE_MEMORY_LIMIT_0.
+        limit_env={"CUDA_DEVICE_MEMORY_LIMIT": f"{visible}m"},
+        preload_library=PRELOAD_LIBRARY,
+        monitor=monitor,
+        node_registration=None,
+        allocation_annotation=None,
+        checks=checks,
+        notes=NOTES,
+    )
 
 
 def from_config(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
-    return SharingSetup(proof=None)  # type: ignore[arg-type]
+    """StackConfig → the workarounds, KAI and the isolator on the cluster's provider, and the KAI proof."""
+    assert cfg.kai is not None
+    opts = pulumi.ResourceOptions(providers=[cluster.provider])
+    after = [*cluster.ready, *toolkit.ready]
+    workarounds = GkeCdiWorkarounds("gke-cdi", gke_cdi.args_from_config(cfg, after), opts)
+    scheduler = KaiScheduler("kai", kai.args_from_config(cfg, after), opts)
+    hami_core = ResourceIsolator("isolator", isolator.args_from_config(cfg, after), opts)
+    proof = kai_proof(cfg.kai.queue, cfg.slice_mib, cluster.gpu.memory_mib, hami_core.monitor)
+    return SharingSetup(
+        proof=proof,
+        ready=[*scheduler.ready, hami_core.release, *workarounds.ready],
+        outputs={
+            "kaiQueue": cfg.kai.queue,
+            "sliceVisibleMiB": proof.visible_mib,
+            "sharingNotes": list(NOTES),
+        },
+    )

@@ -1,11 +1,168 @@
-"""Placeholder until its stack issue lands: registers nothing, claims nothing."""
+"""Who provides the NVIDIA container toolkit: the GPU Operator (toolkit only), or the host/GKE (nothing to install)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
 from components.gpu.sharing import ToolkitFacts
 from components.platform.facts import ClusterFacts
 
+CHART = "gpu-operator"
+REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
+
+# Every image repository of the v26.7.0 chart's values.yaml (operator, validator, operands), with its default.
+IMAGE_REPOSITORIES: dict[tuple[str, ...], str] = {
+    ("operator",): "nvcr.io/nvidia",
+    ("validator",): "nvcr.io/nvidia",
+    ("driver",): "nvcr.io/nvidia",
+    ("driver", "manager"): "nvcr.io/nvidia/cloud-native",
+    ("toolkit",): "nvcr.io/nvidia/k8s",
+    ("devicePlugin",): "nvcr.io/nvidia",
+    ("dcgm",): "nvcr.io/nvidia/cloud-native",
+    ("dcgmExporter",): "nvcr.io/nvidia/k8s",
+    ("gfd",): "nvcr.io/nvidia",
+    ("migManager",): "nvcr.io/nvidia/cloud-native",
+    ("nodeStatusExporter",): "nvcr.io/nvidia",
+    ("gds",): "nvcr.io/nvidia/cloud-native",
+    ("gdrcopy",): "nvcr.io/nvidia/cloud-native",
+    ("vgpuManager", "driverManager"): "nvcr.io/nvidia/cloud-native",
+    ("vgpuDeviceManager",): "nvcr.io/nvidia/cloud-native",
+    ("vfioManager",): "nvcr.io/nvidia/cloud-native",
+    ("vfioManager", "driverManager"): "nvcr.io/nvidia/cloud-native",
+    ("sandboxDevicePlugin",): "nvcr.io/nvidia",
+    ("kataSandboxDevicePlugin",): "nvcr.io/nvidia/cloud-native",
+    ("ccManager",): "nvcr.io/nvidia/cloud-native",
+    ("draDriver",): "nvcr.io/nvidia",
+}
+
+# The node-feature-discovery subchart's one image (master, worker, gc): registry.k8s.io is the first
+# registry an offline cluster fails to reach, and without NFD no operand DaemonSet is ever created.
+NFD_IMAGE_PATH = ("node-feature-discovery", "image")
+NFD_IMAGE_REPOSITORY = "registry.k8s.io/nfd/node-feature-discovery"
+
+
+def mirrored(repository: str, registry: str) -> str:
+    """`nvcr.io/nvidia/k8s` through `harbor.example.com/proxy` → `harbor.example.com/proxy/nvidia/k8s`."""
+    first, _, rest = repository.partition("/")
+    path = rest if rest and ("." in first or ":" in first or first == "localhost") else repository
+    return f"{registry.rstrip('/')}/{path}"
+
+
+def _set(values: dict[str, Any], path: tuple[str, ...], key: str, value: Any) -> None:
+    node = values
+    for part in path:
+        node = node.setdefault(part, {})
+    node[key] = value
+
+
+@dataclass(frozen=True)
+class GpuOperatorArgs:
+    """The GPU Operator release, used for its container toolkit only."""
+
+    version: str
+    """Pinned chart version (v26.7.0)."""
+    namespace: str
+    """Namespace of the release (`gpu-operator`)."""
+    cdi_enabled: bool
+    """`cdi.enabled`; true is the chart's default and means HAMi needs the `nvidia-legacy` RuntimeClass."""
+    driver_enabled: bool = False
+    """`driver.enabled`."""
+    device_plugin_enabled: bool = False
+    """`devicePlugin.enabled`."""
+    image_registry: str | None = None
+    """A mirror every image of the chart and its NFD subchart is pulled through; None keeps the upstreams."""
+    timeout_seconds: int = 600
+    """How long Helm waits for the release."""
+
+
+def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
+    """The Helm values: toolkit on, driver and device plugin as args say, CDI as args say, images mirrored."""
+    values: dict[str, Any] = {
+        # false: the host driver stays; an operator driver container would fight it for the kernel modules.
+        "driver": {"enabled": args.driver_enabled},
+        # false: HAMi's device plugin is the only one; two would both advertise nvidia.com/gpu and
+        # allocatable would stay at the card count instead of cards × deviceSplitCount.
+        "devicePlugin": {"enabled": args.device_plugin_enabled},
+        # The one thing we install it for: the toolkit puts the nvidia runtimes into containerd.
+        "toolkit": {"enabled": True},
+        # Under CDI the operator no longer makes nvidia containerd's default runtime (since 25.10).
+        "cdi": {"enabled": args.cdi_enabled},
+        # Helm never deletes crds/ on uninstall; the chart's pre-delete hook does, so destroy leaves none behind.
+        "operator": {"cleanupCRD": True},
+    }
+    if args.image_registry:
+        for path, upstream in IMAGE_REPOSITORIES.items():
+            _set(values, path, "repository", mirrored(upstream, args.image_registry))
+        _set(values, NFD_IMAGE_PATH, "repository", mirrored(NFD_IMAGE_REPOSITORY, args.image_registry))
+    return values
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """NVIDIA GPU Operator from NVIDIA's Helm repository, in its own privileged namespace."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:gpu:GpuOperator", name, None, opts)
+        provider = opts.provider if opts is not None else None
+        depends_on = list(opts.depends_on or []) if opts is not None and isinstance(opts.depends_on, list) else []
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.namespace,
+                # The toolkit and validator DaemonSets mount host paths; a restricted PSA default would reject them.
+                labels={"pod-security.kubernetes.io/enforce": "privileged"},
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            k8s.helm.v3.ReleaseArgs(
+                name=CHART,
+                chart=CHART,
+                version=args.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=REPOSITORY),
+                namespace=namespace.metadata.name,
+                values=operator_values(args),
+                timeout=args.timeout_seconds,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on]),
+        )
+        self.installed = pulumi.Output.all(self.release.chart, self.release.version, self.release.namespace).apply(
+            lambda v: f"{v[0]} {v[1]} ({REPOSITORY}) in {v[2]}: toolkit only"
+        )
+        self.register_outputs({"installed": self.installed})
+
+
+NOTHING = {"host": "nothing: toolkit from the host", "gke-managed": "nothing: toolkit from GKE"}
+
 
 def from_config(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
-    return ToolkitFacts(source=cfg.toolkit)
+    """StackConfig → the GPU Operator for `toolkit: gpu-operator`; for host and gke-managed, nothing."""
+    if cfg.toolkit != "gpu-operator":
+        return ToolkitFacts(source=cfg.toolkit, cdi_enabled=False, outputs={"installed": NOTHING[cfg.toolkit]})
+    section = cfg.gpu_operator
+    assert section is not None  # config fills it for toolkit gpu-operator
+    operator = GpuOperator(
+        "gpu-operator",
+        GpuOperatorArgs(
+            version=section.version,
+            namespace=section.namespace,
+            cdi_enabled=section.cdi_enabled,
+            driver_enabled=section.driver_enabled,
+            device_plugin_enabled=section.device_plugin_enabled,
+            image_registry=cfg.image_registry,
+        ),
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=list(cluster.ready)),
+    )
+    return ToolkitFacts(
+        source="gpu-operator",
+        cdi_enabled=section.cdi_enabled,
+        ready=[operator.release],
+        outputs={"installed": operator.installed},
+    )

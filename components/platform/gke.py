@@ -1,13 +1,211 @@
-"""Placeholder until its stack issue lands: registers nothing, claims nothing."""
+"""The GKE platform (lab 12): a zonal COS cluster with one GPU pool whose nodes carry the labels KAI reads."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
 from components.gpus import GPU_MODELS
 from components.platform.facts import ClusterFacts, GpuFacts
+from components.platform.kubeconfig import gke_kubeconfig
+
+IMAGE_TYPE = "COS_CONTAINERD"
+# GKE skips its own device plugin on nodes with this label; KAI's reservation Pods need that plugin.
+NO_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-gke\.(\d+))?$")
+
+
+def is_version_prefix(version: str) -> bool:
+    """`1.35.` asks for the newest 1.35 patch in the zone; `1.35.6-gke.1250000` pins one."""
+    return version.endswith(".")
+
+
+def newest_version(versions: Iterable[str], prefix: str) -> str:
+    """The highest GKE version starting with `prefix`, compared numerically (1.35.10 beats 1.35.9)."""
+
+    def key(version: str) -> tuple[int, ...]:
+        match = _GKE_VERSION.match(version)
+        return tuple(int(g or 0) for g in match.groups()) if match else (-1,)
+
+    candidates = [v for v in versions if v.startswith(prefix)]
+    if not candidates:
+        raise ValueError(f"no GKE version starting with {prefix!r} is offered in this zone; "
+                         "pick another zone or set gke.kubernetesVersion to an offered one")
+    return max(candidates, key=key)
+
+
+def kai_node_labels(product: str, memory_mib: int, gpus_per_node: int) -> dict[str, str]:
+    """The labels GPU Feature Discovery would write and KAI reads; GKE's device plugin writes none of them.
+
+    Without `nvidia.com/gpu.memory` KAI's binder writes no memory limit at all, and the isolator's monitor
+    schedules only onto `nvidia.com/gpu.present=true` nodes.
+    """
+    return {
+        "nvidia.com/gpu.memory": str(memory_mib),
+        "nvidia.com/gpu.product": product,
+        "nvidia.com/gpu.count": str(gpus_per_node),
+        "nvidia.com/gpu.present": "true",
+    }
+
+
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    """A zonal GKE cluster with one GPU node pool."""
+
+    cluster_name: str
+    zone: str
+    kubernetes_version: str
+    """A prefix ending in '.' (newest offered) or a full GKE version (pinned)."""
+    machine_type: str
+    node_count: int
+    gpu_type: str
+    gpus_per_node: int
+    gpu_driver_version: str
+    gpu_product: str
+    gpu_memory_mib: int
+    spot: bool = False
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """GKE on COS: default pool removed, a GPU pool with GKE-managed drivers, a kubeconfig and a provider."""
+
+    cluster: gcp.container.Cluster
+    node_pool: gcp.container.NodePool
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    version: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:platform:GkeCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        if is_version_prefix(args.kubernetes_version):
+            offered = gcp.container.get_engine_versions_output(
+                location=args.zone, version_prefix=args.kubernetes_version, opts=pulumi.InvokeOutputOptions(parent=self)
+            )
+            version = offered.valid_master_versions.apply(lambda vs: newest_version(vs, args.kubernetes_version))
+        else:
+            version = pulumi.Output.from_input(args.kubernetes_version)
+
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            name=args.cluster_name,
+            location=args.zone,
+            min_master_version=version,
+            # The GPU pool below is the only pool; GKE insists on creating a default one first.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            # Off, or `pulumi destroy` fails with "cannot destroy cluster because deletion_protection is true".
+            deletion_protection=False,
+            node_config=gcp.container.ClusterNodeConfigArgs(image_type=IMAGE_TYPE),
+            opts=child,
+        )
+
+        labels = kai_node_labels(args.gpu_product, args.gpu_memory_mib, args.gpus_per_node)
+        self.node_pool = gcp.container.NodePool(
+            f"{name}-gpu-pool",
+            name="gpu-pool",
+            cluster=self.cluster.name,
+            location=args.zone,
+            node_count=args.node_count,
+            version=self.cluster.master_version,
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=args.machine_type,
+                image_type=IMAGE_TYPE,
+                spot=args.spot,
+                oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"],
+                # Set where the node is born, so KAI never caches a node without them (no restart needed).
+                labels=labels,
+                guest_accelerators=[
+                    gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                        type=args.gpu_type,
+                        count=args.gpus_per_node,
+                        gpu_driver_installation_config=(
+                            gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                                gpu_driver_version=args.gpu_driver_version
+                            )
+                        ),
+                    )
+                ],
+            ),
+            opts=child,
+        )
+
+        self.version = self.cluster.master_version
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate).apply(
+                lambda parts: gke_kubeconfig(args.cluster_name, parts[0] or "", parts[1] or "")
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            # A cluster already gone (deleted by hand) must not wedge `pulumi destroy` on its objects.
+            delete_unreachable=True,
+            opts=child,
+        )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster.name,
+                "nodePoolName": self.node_pool.name,
+                "masterVersion": self.version,
+                "nodeLabels": labels,
+                "kubeconfig": self.kubeconfig,
+            }
+        )
+
+
+def _args(cfg: StackConfig) -> GkeClusterArgs:
+    gke = cfg.gke
+    assert gke is not None
+    model = GPU_MODELS.get(gke.gpu_type)
+    return GkeClusterArgs(
+        cluster_name=gke.cluster_name,
+        zone=gke.zone,
+        kubernetes_version=gke.kubernetes_version,
+        machine_type=gke.machine_type,
+        node_count=gke.node_count,
+        gpu_type=gke.gpu_type,
+        gpus_per_node=gke.gpu_count,
+        gpu_driver_version=gke.gpu_driver_version,
+        gpu_product=model.product if model else gke.gpu_type,
+        gpu_memory_mib=cfg.card_mib,
+        spot=gke.spot,
+    )
+
+
+def cost_note(hourly_usd: float, node_count: int, machine_type: str, gpu_type: str, spot: bool) -> str:
+    """The one-line cost reminder the stack outputs carry."""
+    pricing = "Spot" if spot else "on-demand"
+    return (f"about ${hourly_usd:.2f}/hour while the pool runs ({node_count} × {machine_type} + "
+            f"{node_count} × {gpu_type}, {pricing}); `pulumi destroy -s gke` stops it")
 
 
 def from_config(cfg: StackConfig) -> ClusterFacts:
-    model = GPU_MODELS.get(cfg.gpu_type)
-    gpu = GpuFacts(cfg.gpu_type, model.product if model else cfg.gpu_type, cfg.card_mib, 1, 1)
-    return ClusterFacts(provider=None, kubeconfig=None, kubernetes_version="", gpu=gpu, gpu_nodes=[])  # type: ignore[arg-type]
+    """StackConfig → a GkeCluster, and the facts the GPU software needs from it."""
+    args = _args(cfg)
+    gke = GkeCluster("gke", args)
+    outputs: Mapping[str, object] = {
+        "kubeconfig": gke.kubeconfig,
+        "clusterName": gke.cluster.name,
+        "nodePoolName": gke.node_pool.name,
+        "gpuNodeCount": args.node_count,
+        "costNote": cost_note(cfg.gke.hourly_cost_usd if cfg.gke else 0.0, args.node_count, args.machine_type,
+                              args.gpu_type, args.spot),
+    }
+    return ClusterFacts(
+        provider=gke.provider,
+        kubeconfig=gke.kubeconfig,
+        kubernetes_version=gke.version,
+        gpu=GpuFacts(args.gpu_type, args.gpu_product, args.gpu_memory_mib, args.gpus_per_node, args.node_count),
+        # Node names exist only once GKE has created the pool; the proof selects nodes by label instead.
+        gpu_nodes=[],
+        ready=[gke.node_pool],
+        outputs=outputs,
+    )

@@ -1,13 +1,212 @@
-"""Placeholder until its stack issue lands: registers nothing, claims nothing."""
+"""A GCE GPU VM (or a host the user already has) made a one-node k3s cluster: the `k3s` stack's platform."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_tls as tls
 
 from components.config import StackConfig
 from components.gpus import GPU_MODELS
 from components.platform.facts import ClusterFacts, GpuFacts
+from components.platform.k3s_bootstrap import API_PORT, K3sBootstrap, K3sBootstrapArgs
+
+SSH_PORT = 22
+# Titanium machine series attach Hyperdisk only; the older GPU series take Persistent Disk.
+_HYPERDISK_ONLY = ("g4-", "a4-", "c4-", "n4-")
+
+
+def network_tag(project: str, stack: str) -> str:
+    """The VM's network tag, which the firewall targets: a valid GCE tag (lowercase, ≤ 63 chars)."""
+    raw = re.sub(r"[^a-z0-9-]+", "-", f"{project}-{stack}".lower()).strip("-")
+    tag = raw[:63].rstrip("-")
+    return tag if tag[:1].isalpha() else f"g-{tag}"[:63].rstrip("-")
+
+
+def boot_disk_type(machine_type: str) -> str:
+    """The boot disk type the machine series accepts."""
+    return "hyperdisk-balanced" if machine_type.startswith(_HYPERDISK_ONLY) else "pd-balanced"
+
+
+def cost_note(hourly_usd: float, spot: bool) -> str:
+    """One line for the outputs: what the VM costs while it runs, and what Spot means for it."""
+    if spot:
+        return (f"about ${hourly_usd:.2f}/h while running (Spot: may be reclaimed at any time and is then stopped, "
+                "not restarted; start it again and re-run `pulumi up` for a fresh proof); `pulumi destroy` stops "
+                "the billing")
+    return f"about ${hourly_usd:.2f}/h while running (on-demand); `pulumi destroy` stops the billing"
+
+
+@dataclass(frozen=True)
+class GpuVmArgs:
+    """One GPU VM: its shape, its boot disk, and who may reach SSH and the API."""
+
+    zone: str
+    machine_type: str
+    gpu_type: str
+    attach_accelerator: bool
+    """False where the machine type carries its GPU (G2, G4, A2, A3): a guest accelerator is then refused."""
+    spot: bool
+    boot_disk_gib: int
+    image: str
+    network: str
+    allowed_source_ranges: Sequence[str]
+    network_tag: str
+    ssh_user: str
+
+
+class GpuVm(pulumi.ComponentResource):
+    """A GCE instance with one GPU, an SSH key pair for it, and a firewall rule for SSH and the API only."""
+
+    external_ip: pulumi.Output[str]
+    private_key: pulumi.Output[str]
+    ssh_user: str
+    instance: gcp.compute.Instance
+    firewall: gcp.compute.Firewall
+
+    def __init__(self, name: str, args: GpuVmArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:platform:GpuVm", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        key = tls.PrivateKey(f"{name}-ssh-key", algorithm="ED25519", opts=child)
+        self.firewall = gcp.compute.Firewall(
+            f"{name}-firewall",
+            network=args.network,
+            direction="INGRESS",
+            allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(SSH_PORT), str(API_PORT)])],
+            source_ranges=list(args.allowed_source_ranges),
+            target_tags=[args.network_tag],
+            description="SSH and the k3s API server, only from the configured source ranges",
+            opts=child,
+        )
+        if args.spot:
+            scheduling = gcp.compute.InstanceSchedulingArgs(
+                provisioning_model="SPOT",
+                preemptible=True,
+                automatic_restart=False,
+                # STOP, not DELETE: the boot disk keeps the driver, k3s and pulled images, so a restarted VM
+                # resumes the cluster, and the stack's state still names a VM that exists.
+                instance_termination_action="STOP",
+                on_host_maintenance="TERMINATE",  # GPUs cannot live-migrate
+            )
+        else:
+            scheduling = gcp.compute.InstanceSchedulingArgs(
+                provisioning_model="STANDARD",
+                automatic_restart=True,
+                on_host_maintenance="TERMINATE",  # GPUs cannot live-migrate
+            )
+        accelerators = (
+            [gcp.compute.InstanceGuestAcceleratorArgs(type=args.gpu_type, count=1)] if args.attach_accelerator else None
+        )
+        public_key = key.public_key_openssh.apply(lambda k: k.strip())
+        self.instance = gcp.compute.Instance(
+            f"{name}-instance",
+            zone=args.zone,
+            machine_type=args.machine_type,
+            tags=[args.network_tag],
+            boot_disk=gcp.compute.InstanceBootDiskArgs(
+                auto_delete=True,
+                initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
+                    image=args.image, size=args.boot_disk_gib, type=boot_disk_type(args.machine_type)
+                ),
+            ),
+            network_interfaces=[
+                gcp.compute.InstanceNetworkInterfaceArgs(
+                    network=args.network, access_configs=[gcp.compute.InstanceNetworkInterfaceAccessConfigArgs()]
+                )
+            ],
+            guest_accelerators=accelerators,
+            scheduling=scheduling,
+            metadata={
+                "ssh-keys": public_key.apply(lambda k: f"{args.ssh_user}:{k}"),
+                # Project-wide OS Login would ignore the ssh-keys above and refuse the bootstrap's key.
+                "enable-oslogin": "FALSE",
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.firewall]),
+        )
+        self.external_ip = self.instance.network_interfaces.apply(lambda nics: nics[0].access_configs[0].nat_ip)
+        self.private_key = pulumi.Output.secret(key.private_key_openssh)
+        self.ssh_user = args.ssh_user
+        self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})
+
+
+def _gpu_facts(cfg: StackConfig) -> GpuFacts:
+    model = GPU_MODELS.get(cfg.gpu_type)
+    return GpuFacts(
+        gpu_type=cfg.gpu_type,
+        product=model.product if model else cfg.gpu_type,
+        memory_mib=cfg.card_mib,
+        per_node=1,
+        node_count=1,
+    )
 
 
 def from_config(cfg: StackConfig) -> ClusterFacts:
-    model = GPU_MODELS.get(cfg.gpu_type)
-    gpu = GpuFacts(cfg.gpu_type, model.product if model else cfg.gpu_type, cfg.card_mib, 1, 1)
-    return ClusterFacts(provider=None, kubeconfig=None, kubernetes_version="", gpu=gpu, gpu_nodes=[])  # type: ignore[arg-type]
+    """`platform: k3s-vm` rents a GPU VM and bootstraps it; `platform: existing-host` bootstraps `host`."""
+    assert cfg.k3s is not None and cfg.hami is not None
+    k3s = cfg.k3s
+    common = {
+        "k3s_version": k3s.version,
+        "node_name": k3s.node_name,
+        "node_label": dict(cfg.hami.node_label),
+        "install_driver": k3s.install_driver,
+        "driver_package": k3s.driver_package,
+    }
+    if cfg.platform == "existing-host":
+        assert cfg.host is not None
+        host = cfg.host
+        bootstrap = K3sBootstrap("k3s", K3sBootstrapArgs(
+            host=host.address,
+            user=host.user,
+            port=host.port,
+            private_key=pulumi.Output.secret(host.private_key.get_secret_value()),
+            uninstall_on_delete=True,
+            **common,
+        ))
+        address: pulumi.Input[str] = host.address
+        ssh = f"ssh -p {host.port} {host.user}@{host.address}"
+        extra: dict[str, pulumi.Input[str]] = {
+            "costNote": "an existing host: this stack rents nothing; `pulumi destroy` runs k3s-uninstall.sh on it"
+        }
+    else:
+        assert cfg.vm is not None
+        vm_cfg = cfg.vm
+        model = GPU_MODELS.get(vm_cfg.gpu_type)
+        vm = GpuVm("k3s-vm", GpuVmArgs(
+            zone=vm_cfg.zone,
+            machine_type=vm_cfg.machine_type,
+            gpu_type=vm_cfg.gpu_type,
+            attach_accelerator=not (model and model.bundled_with_machine),
+            spot=vm_cfg.spot,
+            boot_disk_gib=vm_cfg.boot_disk_gib,
+            image=vm_cfg.image,
+            network=vm_cfg.network,
+            allowed_source_ranges=vm_cfg.allowed_source_ranges,
+            network_tag=network_tag(pulumi.get_project(), pulumi.get_stack()),
+            ssh_user=vm_cfg.ssh_user,
+        ))
+        bootstrap = K3sBootstrap("k3s", K3sBootstrapArgs(
+            host=vm.external_ip,
+            user=vm.ssh_user,
+            private_key=vm.private_key,
+            wait_for=[vm],
+            **common,
+        ))
+        address = vm.external_ip
+        ssh = vm.external_ip.apply(
+            lambda ip: "pulumi stack output --show-secrets sshPrivateKey > k3s-key && chmod 600 k3s-key && "
+            f"ssh -i k3s-key {vm_cfg.ssh_user}@{ip}"
+        )
+        extra = {"costNote": cost_note(vm_cfg.hourly_cost_usd, vm_cfg.spot), "sshPrivateKey": vm.private_key}
+    return ClusterFacts(
+        provider=bootstrap.provider,
+        kubeconfig=bootstrap.kubeconfig,
+        kubernetes_version=k3s.version,
+        gpu=_gpu_facts(cfg),
+        gpu_nodes=[k3s.node_name],
+        ready=[bootstrap.ready],
+        outputs={"externalIp": address, "sshCommand": ssh, "kubeconfig": bootstrap.kubeconfig, **extra},
+    )

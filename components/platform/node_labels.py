@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -22,13 +22,11 @@ class NodeLabelsArgs:
     """Labels set on every one of them (`gpu: on` for HAMi's device plugin)."""
     field_manager: str = FIELD_MANAGER
     """Server-side-apply manager name the patches apply under."""
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    """Extra provider annotations (`pulumi.com/patchForce`); never applied to the node itself."""
 
 
 def patch_annotations(args: NodeLabelsArgs) -> dict[str, str]:
-    """The provider-only annotations of each patch: our field manager, and anything the caller adds."""
-    return {"pulumi.com/patchFieldManager": args.field_manager, **args.annotations}
+    """The annotation the provider reads the patch's field manager from (it would pick a random one otherwise)."""
+    return {"pulumi.com/patchFieldManager": args.field_manager}
 
 
 class NodeLabels(pulumi.ComponentResource):
@@ -40,8 +38,9 @@ class NodeLabels(pulumi.ComponentResource):
         super().__init__("gpushare:platform:NodeLabels", name, None, opts)
         provider = opts.provider if opts is not None else None
         self.patches = [
-            # A server-side-apply patch under our field manager: on destroy the provider relinquishes the
-            # fields this manager owns, so the labels go again while labels other managers set stay.
+            # A server-side-apply patch under our field manager: on destroy the provider gives back the fields
+            # this manager owns, so the labels go again while labels other managers also set stay. One patch
+            # per node (config refuses duplicates): two patches of one manager on a node would undo each other.
             k8s.core.v1.NodePatch(
                 f"{name}-{node}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(

@@ -134,21 +134,23 @@ def proof_pod_spec(
     *,
     command: list[str],
     image: str,
-    config_map_name: pulumi.Input[str],
+    config_map_name: pulumi.Input[str] | None,
     affinity: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """One slice Pod's spec from its SliceRequest: scheduler, limits, env, privilege, probe mount, readiness."""
+    """A Pod spec from a SliceRequest: scheduler, limits, env, privilege; with a ConfigMap, the probe mount and
+    readiness (the over-commit Pod, which only has to be scheduled or not, has neither)."""
     env = {**BASE_ENV, **request.env}
     container: dict[str, Any] = {
         "name": "probe",
         "image": image,
         "command": command,
         "env": [{"name": k, "value": v} for k, v in env.items()],
-        "volumeMounts": [_MOUNT],
-        # Ready only once the probe wrote its ready file, which it does only when its checks passed.
-        "readinessProbe": {"exec": {"command": ["test", "-f", READY_FILE]}, "periodSeconds": 5},
-        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
+    if config_map_name is not None:
+        container["volumeMounts"] = [_MOUNT]
+        # Ready only once the probe wrote its ready file, which it does only when its checks passed.
+        container["readinessProbe"] = {"exec": {"command": ["test", "-f", READY_FILE]}, "periodSeconds": 5}
+        container["terminationMessagePolicy"] = "FallbackToLogsOnError"
     if request.limits:
         container["resources"] = {"limits": dict(request.limits)}
     if request.privileged:
@@ -158,8 +160,9 @@ def proof_pod_spec(
         "restartPolicy": "Never",
         "tolerations": [GPU_TAINT_TOLERATION],
         "containers": [container],
-        "volumes": [_volume(config_map_name)],
     }
+    if config_map_name is not None:
+        spec["volumes"] = [_volume(config_map_name)]
     if affinity:
         spec["affinity"] = dict(affinity)
     return spec
@@ -256,12 +259,9 @@ class ProofWorkloads(pulumi.ComponentResource):
                 proof.overcommit_request,
                 command=["sleep", "infinity"],
                 image=args.image,
-                config_map_name=cm_name,
+                config_map_name=None,
                 affinity=co_located_with(names[0]),
             )
-            container = overcommit_spec["containers"][0]
-            del container["readinessProbe"], container["volumeMounts"], container["terminationMessagePolicy"]
-            del overcommit_spec["volumes"]
             self.pods.append(
                 k8s.core.v1.Pod(
                     f"{name}-overcommit",

@@ -1,0 +1,218 @@
+"""The GKE 1.35 / COS / CDI workarounds KAI sharing needs there; each is a switch that names its symptom.
+
+They hold for the GKE path lab 12 verified, not for KAI + HAMi-core in general: a cluster whose runtime has an
+`nvidia` handler, or whose device plugin allocates devices to `gpu-memory` Pods, should turn them off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import StackConfig
+from components.gpu.kai import GPU_MEMORY_ANNOTATION
+
+KYVERNO_REPO = "https://kyverno.github.io/kyverno/"
+POLICY_API_VERSION = "kyverno.io/v1"
+NVML_POLICY = "inject-nvidia-library-path"
+DEVICES_POLICY = "inject-gpu-devices"
+CONTAINER_NVIDIA_DIR = "/usr/local/nvidia"
+CONTAINER_LIBRARY_PATH = f"{CONTAINER_NVIDIA_DIR}/lib64"
+CONTAINER_BIN_PATH = f"{CONTAINER_NVIDIA_DIR}/bin"
+CONTROL_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")
+
+
+def _all_containers(patch: dict[str, Any]) -> dict[str, Any]:
+    # `(name): "*"` is Kyverno's conditional anchor: the patch applies to every container of the Pod.
+    return {"(name)": "*", **patch}
+
+
+def nvml_library_path_policy(reservation_namespace: str) -> dict[str, Any]:
+    """ClusterPolicy spec: KAI's reservation Pods find NVML under /usr/local/nvidia/lib64.
+
+    GKE's device plugin mounts the driver there but puts it on no search path (`ERROR_LIBRARY_NOT_FOUND`).
+    """
+    return {
+        "background": False,  # admission only: running Pods are never rewritten
+        "rules": [
+            {
+                "name": "nvml-library-path",
+                "match": {"any": [{"resources": {"kinds": ["Pod"], "namespaces": [reservation_namespace]}}]},
+                "mutate": {
+                    "patchStrategicMerge": {
+                        "spec": {
+                            "containers": [
+                                _all_containers({"env": [{"name": "LD_LIBRARY_PATH", "value": CONTAINER_LIBRARY_PATH}]})
+                            ]
+                        }
+                    }
+                },
+            }
+        ],
+    }
+
+
+def gpu_devices_policy(nvidia_install_dir: str, gpus_per_node: int) -> dict[str, Any]:
+    """ClusterPolicy spec: Pods that ask KAI for `gpu-memory` get the device nodes, nvidia-smi and the libraries.
+
+    GKE's device plugin never runs Allocate() for them (they request no `nvidia.com/gpu`), so they would see no
+    `/dev/nvidia*` at all. The device nodes work only in privileged containers.
+    """
+    devices = [*CONTROL_DEVICES, *(f"nvidia{i}" for i in range(gpus_per_node))]
+    volumes: list[dict[str, Any]] = [
+        {"name": "gke-nvidia-install", "hostPath": {"path": nvidia_install_dir, "type": "Directory"}}
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "gke-nvidia-install", "mountPath": CONTAINER_NVIDIA_DIR, "readOnly": True}
+    ]
+    for device in devices:
+        volumes.append({"name": f"dev-{device}", "hostPath": {"path": f"/dev/{device}", "type": "CharDevice"}})
+        mounts.append({"name": f"dev-{device}", "mountPath": f"/dev/{device}"})
+    return {
+        "background": False,
+        "rules": [
+            {
+                "name": "gpu-devices",
+                "match": {
+                    "any": [{"resources": {"kinds": ["Pod"], "annotations": {GPU_MEMORY_ANNOTATION: "?*"}}}]
+                },
+                "mutate": {
+                    "patchStrategicMerge": {
+                        "spec": {"containers": [_all_containers({"volumeMounts": mounts})], "volumes": volumes}
+                    }
+                },
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class GkeCdiWorkaroundsArgs:
+    """Which workarounds to apply, and the facts they need."""
+
+    nvidia_runtime_class: bool
+    runtime_class_handler: str
+    kyverno: bool
+    """False: no Kyverno release; the policies below then need a Kyverno the cluster already runs."""
+    kyverno_version: str
+    kyverno_namespace: str
+    inject_nvml_library_path: bool
+    inject_gpu_devices: bool
+    nvidia_install_dir: str
+    reservation_namespace: str
+    """Where KAI's binder creates its reservation Pods (`global.resourceReservation.namespace`)."""
+    gpus_per_node: int
+    ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
+
+
+class GkeCdiWorkarounds(pulumi.ComponentResource):
+    """RuntimeClass `nvidia`, Kyverno and its two injection policies, each on its own switch."""
+
+    runtime_class: k8s.node.v1.RuntimeClass | None
+    kyverno_release: k8s.helm.v3.Release | None
+    policies: list[k8s.apiextensions.CustomResource]
+    ready: list[pulumi.Resource]
+
+    def __init__(self, name: str, args: GkeCdiWorkaroundsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:gpu:GkeCdiWorkarounds", name, None, opts)
+        self.runtime_class = None
+        if args.nvidia_runtime_class:
+            # Symptom: `RuntimeClass "nvidia" not found`. In KAI v0.17.0 it is KAI's admission that sets
+            # runtimeClassName: nvidia on every gpu-memory Pod (not the reservation Pods); GKE's CDI has only runc.
+            self.runtime_class = k8s.node.v1.RuntimeClass(
+                f"{name}-runtime-class",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name="nvidia"),
+                handler=args.runtime_class_handler,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+            )
+
+        self.kyverno_release = None
+        policy_after: list[pulumi.Resource] = list(args.ready)
+        if args.kyverno:
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-kyverno-namespace",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.kyverno_namespace),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+            )
+            self.kyverno_release = k8s.helm.v3.Release(
+                f"{name}-kyverno",
+                name="kyverno",
+                chart="kyverno",
+                version=args.kyverno_version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KYVERNO_REPO),
+                namespace=namespace.metadata.name,
+                # The pre-delete hook removes Kyverno's webhooks, or they outlive it and block Pod admission.
+                values={"webhooksCleanup": {"enabled": True}},
+                skip_await=False,
+                wait_for_jobs=True,
+                timeout=600,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+            )
+            policy_after = [self.kyverno_release]
+
+        self.policies = []
+        if args.inject_nvml_library_path:
+            # Symptom: KAI's reservation Pods fail with `ERROR_LIBRARY_NOT_FOUND` (NVML is off the search path).
+            self.policies.append(
+                self._policy(name, "nvml-library-path", NVML_POLICY,
+                             nvml_library_path_policy(args.reservation_namespace), policy_after)
+            )
+        if args.inject_gpu_devices:
+            # Symptom: sharing Pods see no `/dev/nvidia*`: GKE's device plugin never Allocate()s gpu-memory Pods.
+            self.policies.append(
+                self._policy(name, "gpu-devices", DEVICES_POLICY,
+                             gpu_devices_policy(args.nvidia_install_dir, args.gpus_per_node), policy_after)
+            )
+
+        self.ready = [r for r in (self.runtime_class, *self.policies) if r is not None]
+        self.register_outputs(
+            {
+                "runtimeClass": "nvidia" if self.runtime_class else None,
+                "kyvernoStatus": self.kyverno_release.status.status if self.kyverno_release else None,
+                "policies": [p for p, on in ((NVML_POLICY, args.inject_nvml_library_path),
+                                             (DEVICES_POLICY, args.inject_gpu_devices)) if on],
+            }
+        )
+
+    def _policy(
+        self, name: str, role: str, policy_name: str, spec: dict[str, Any], after: list[pulumi.Resource]
+    ) -> k8s.apiextensions.CustomResource:
+        return k8s.apiextensions.CustomResource(
+            f"{name}-{role}",
+            api_version=POLICY_API_VERSION,
+            kind="ClusterPolicy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=policy_name,
+                # Ready means Kyverno has loaded the policy into its webhook; before that Pods pass unmutated.
+                annotations={"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "180"},
+            ),
+            spec=spec,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
+
+
+# KAI v0.17.0's `global.resourceReservation.namespace` default, which kai.py leaves unchanged.
+KAI_RESERVATION_NAMESPACE = "kai-resource-reservation"
+
+
+def args_from_config(cfg: StackConfig, ready: Sequence[pulumi.Resource]) -> GkeCdiWorkaroundsArgs:
+    """StackConfig → GkeCdiWorkaroundsArgs."""
+    w = cfg.gke_cdi
+    assert w is not None and cfg.gke is not None
+    return GkeCdiWorkaroundsArgs(
+        nvidia_runtime_class=w.nvidia_runtime_class,
+        runtime_class_handler=w.runtime_class_handler,
+        kyverno=w.kyverno,
+        kyverno_version=w.kyverno_version,
+        kyverno_namespace=w.kyverno_namespace,
+        inject_nvml_library_path=w.inject_nvml_library_path,
+        inject_gpu_devices=w.inject_gpu_devices,
+        nvidia_install_dir=w.nvidia_install_dir,
+        reservation_namespace=KAI_RESERVATION_NAMESPACE,
+        gpus_per_node=cfg.gke.gpu_count,
+        ready=tuple(ready),
+    )

@@ -1,0 +1,103 @@
+"""kai-resource-isolator 1.1.0-chart: ships HAMi-core to the nodes, injects it into sharing Pods, monitors it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import StackConfig
+from components.verify.spec import MonitorTarget
+
+CHART = "oci://docker.io/projecthami/kai-resource-isolator"
+RELEASE_NAME = "kai-resource-isolator"
+MONITOR_SELECTOR = "app.kubernetes.io/component=kai-vgpu-monitor"
+MONITOR_PORT = 9394
+PRELOAD_LIBRARY = "libvgpu.so"
+
+
+@dataclass(frozen=True)
+class ResourceIsolatorArgs:
+    """The isolator's release: where HAMi-core lands on the node, PriorityClasses, the monitor."""
+
+    version: str
+    namespace: str
+    container_vgpu_mount: str
+    """The path the chart really reads for libsync, ld.so.preload, webhook injection and the monitor cache."""
+    library_sync_priority_class: str
+    monitor_priority_class: str
+    monitor_enabled: bool
+    ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
+
+
+def isolator_values(args: ResourceIsolatorArgs) -> dict[str, Any]:
+    """Helm values; `paths.hostInstallBase` is never set: the 1.1.0 templates do not read it."""
+    return {
+        # COS's root is read-only (libsync: `Read-only file system`); /home/kubernetes/bin is writable.
+        "paths": {"containerVgpuMount": args.container_vgpu_mount},
+        # Empty: GKE refuses system-node-critical Pods outside system namespaces.
+        "librarySync": {"priorityClassName": args.library_sync_priority_class},
+        "monitor": {"enabled": args.monitor_enabled, "priorityClassName": args.monitor_priority_class},
+    }
+
+
+class ResourceIsolator(pulumi.ComponentResource):
+    """The isolator in its namespace; Ready when its libsync and monitor DaemonSets and webhook are."""
+
+    release: k8s.helm.v3.Release
+    monitor: MonitorTarget | None
+
+    def __init__(self, name: str, args: ResourceIsolatorArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:gpu:ResourceIsolator", name, None, opts)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE_NAME,
+            chart=CHART,
+            version=args.version,
+            namespace=namespace.metadata.name,
+            values=isolator_values(args),
+            # helm --wait: both DaemonSets rolled out on every GPU node and the webhook Deployment Available,
+            # so no sharing Pod is admitted before the webhook can inject HAMi-core.
+            skip_await=False,
+            wait_for_jobs=True,
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+        )
+        self.monitor = (
+            MonitorTarget(namespace=args.namespace, label_selector=MONITOR_SELECTOR, port=MONITOR_PORT)
+            if args.monitor_enabled
+            else None
+        )
+        self.register_outputs(
+            {
+                "namespace": args.namespace,
+                "releaseStatus": self.release.status.status,
+                "vgpuMount": args.container_vgpu_mount,
+                "preload": f"{args.container_vgpu_mount}/{PRELOAD_LIBRARY}",
+                "monitorSelector": MONITOR_SELECTOR if self.monitor else None,
+                "monitorPort": MONITOR_PORT if self.monitor else None,
+            }
+        )
+
+
+def args_from_config(cfg: StackConfig, ready: Sequence[pulumi.Resource]) -> ResourceIsolatorArgs:
+    """StackConfig → ResourceIsolatorArgs."""
+    iso = cfg.isolator
+    assert iso is not None
+    return ResourceIsolatorArgs(
+        version=iso.version,
+        namespace=iso.namespace,
+        container_vgpu_mount=iso.container_vgpu_mount,
+        library_sync_priority_class=iso.library_sync_priority_class,
+        monitor_priority_class=iso.monitor_priority_class,
+        monitor_enabled=iso.monitor_enabled,
+        ready=tuple(ready),
+    )

@@ -1,0 +1,161 @@
+"""KAI Scheduler v0.17.0 with GPU sharing and the HAMi-core binder plugin, its readiness gate and its queues."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import StackConfig
+
+CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
+RELEASE_NAME = "kai-scheduler"
+SCHEDULER_NAME = "kai-scheduler"
+QUEUE_LABEL = "kai.scheduler/queue"
+GPU_MEMORY_ANNOTATION = "gpu-memory"
+CONFIG_API_VERSION = "kai.scheduler/v1"
+CONFIG_NAME = "kai-config"
+QUEUE_API_VERSION = "scheduling.run.ai/v2"
+# The chart's own default-queue resources: no quota, no limit, equal over-quota weight.
+OPEN_QUEUE_RESOURCES = {r: {"quota": 0, "limit": -1, "overQuotaWeight": 1} for r in ("cpu", "gpu", "memory")}
+
+
+def kai_fraction(request_mib: int, card_mib: int) -> Decimal:
+    """The GPU fraction KAI turns a `gpu-memory` request into: two decimals, half up (4096 of 15360 → 0.27)."""
+    if not 0 < request_mib <= card_mib:
+        raise ValueError(f"a request of {request_mib} MiB does not fit a {card_mib} MiB card")
+    return (Decimal(request_mib) / Decimal(card_mib)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+def kai_visible_mib(request_mib: int, card_mib: int) -> int:
+    """The MiB a Pod then sees and HAMi-core enforces: the fraction of the card, whole MiB (0.27 × 15360 → 4147)."""
+    return math.floor(kai_fraction(request_mib, card_mib) * card_mib)
+
+
+@dataclass(frozen=True)
+class KaiSchedulerArgs:
+    """KAI's release and the queue the proof Pods are labelled with."""
+
+    version: str
+    namespace: str
+    cdi_enabled: str
+    """`binder.plugins.gpusharing.arguments.cdiEnabled`, the string "true" or "false"."""
+    queue: str
+    parent_queue: str
+    delete_kept_queues: bool
+    """True: this stack owns the two queues (the chart creates none), so destroy deletes them."""
+    ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    """What the release waits for (the GPU node pool)."""
+
+
+def kai_values(args: KaiSchedulerArgs) -> dict[str, Any]:
+    """Helm values: sharing on, HAMi-core binder on, CDI as the string the Config CRD requires."""
+    return {
+        "global": {"gpuSharing": True},
+        "binder": {
+            "plugins": {
+                "hamicore": {"enabled": True},
+                # A string: a boolean fails the kai-config hook with `cdiEnabled ... must be of type string`.
+                "gpusharing": {"arguments": {"cdiEnabled": args.cdi_enabled}},
+            }
+        },
+        "defaultQueue": {
+            # The chart's queues carry `helm.sh/resource-policy: keep` and outlive uninstall; ours do not.
+            "createDefaultQueue": not args.delete_kept_queues,
+            "parentName": args.parent_queue,
+            "childName": args.queue,
+        },
+    }
+
+
+class KaiScheduler(pulumi.ComponentResource):
+    """KAI Scheduler in its namespace, Ready once `kai-config` is, with the proof's queue."""
+
+    release: k8s.helm.v3.Release
+    config_ready: k8s.apiextensions.CustomResourcePatch
+    queues: list[k8s.apiextensions.CustomResource]
+    ready: list[pulumi.Resource]
+
+    def __init__(self, name: str, args: KaiSchedulerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:gpu:KaiScheduler", name, None, opts)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE_NAME,
+            chart=CHART,
+            version=args.version,
+            namespace=namespace.metadata.name,
+            values=kai_values(args),
+            # helm --wait covers the operator Deployment and the hook Job that applies kai-config;
+            # the components the operator then creates are covered by kai-config's Ready below.
+            skip_await=False,
+            wait_for_jobs=True,
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+        )
+        # kai-config comes from a hook, so Pulumi cannot own it; a one-annotation server-side patch can wait on it.
+        self.config_ready = k8s.apiextensions.CustomResourcePatch(
+            f"{name}-config-ready",
+            api_version=CONFIG_API_VERSION,
+            kind="Config",
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                name=CONFIG_NAME,
+                annotations={"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "300"},
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+        )
+        self.queues = []
+        if args.delete_kept_queues:
+            # Created after kai-config is Ready: before that KAI's admission webhook rejects queues.
+            parent = k8s.apiextensions.CustomResource(
+                f"{name}-parent-queue",
+                api_version=QUEUE_API_VERSION,
+                kind="Queue",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.parent_queue),
+                spec={"resources": OPEN_QUEUE_RESOURCES},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.config_ready]),
+            )
+            child = k8s.apiextensions.CustomResource(
+                f"{name}-queue",
+                api_version=QUEUE_API_VERSION,
+                kind="Queue",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.queue),
+                spec={"parentQueue": args.parent_queue, "resources": OPEN_QUEUE_RESOURCES},
+                # The child names its parent: created after it, deleted before it, never an orphan in between.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[parent]),
+            )
+            self.queues = [parent, child]
+        self.ready = [self.config_ready, *self.queues]
+        self.register_outputs(
+            {
+                "namespace": args.namespace,
+                "releaseStatus": self.release.status.status,
+                "queue": args.queue,
+                "parentQueue": args.parent_queue,
+                "queuesOwnedByStack": args.delete_kept_queues,
+            }
+        )
+
+
+def args_from_config(cfg: StackConfig, ready: Sequence[pulumi.Resource]) -> KaiSchedulerArgs:
+    """StackConfig → KaiSchedulerArgs."""
+    kai = cfg.kai
+    assert kai is not None
+    return KaiSchedulerArgs(
+        version=kai.version,
+        namespace=kai.namespace,
+        cdi_enabled=kai.cdi_enabled,
+        queue=kai.queue,
+        parent_queue=kai.parent_queue,
+        delete_kept_queues=kai.delete_kept_queues,
+        ready=tuple(ready),
+    )

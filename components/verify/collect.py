@@ -1,0 +1,218 @@
+"""The verifier Pod: in the cluster, read-only, it waits for the proof Pods, judges them, and is the proof's last word.
+
+Pulumi waits for it (`pulumi.com/waitFor`) and reads the compact verdict from its termination message, so
+`pulumi up` needs no kubectl, port-forward or local client. In preview nothing has run: the outputs list the
+planned checks with `passed: None`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.verify import judge, report
+from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_SUCCEEDED
+
+VERIFIER_POD = "gpushare-verifier"
+DEADLINE_MARGIN_SECONDS = 300
+"""Beyond the verifier's own deadline: image pull, start, judging."""
+READ_ONLY = ("get", "list", "watch")
+CLUSTER_RULES: tuple[dict[str, Any], ...] = (
+    {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": list(READ_ONLY)},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+)
+PROXY_RULE: dict[str, Any] = {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]}
+
+
+class VerificationFailed(Exception):
+    """The verdict is known and a check failed, with failOnViolation set."""
+
+
+@dataclass(frozen=True)
+class VerifierArgs:
+    """What the verifier expects, where it runs, and what it waits for."""
+
+    provider: k8s.Provider
+    namespace: pulumi.Input[str]
+    expect: Mapping[str, Any]
+    """The expectations JSON (proof.expectations): the verifier's GPUSHARE_EXPECT, and the judge's input here."""
+    image: str
+    config_map_name: str
+    proof_pods: Sequence[pulumi.Resource]
+    fail_on_violation: bool = True
+    ready: Sequence[pulumi.Resource] = ()
+
+
+def planned_verification(expect: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict before anything ran: every planned check with its expectation, none claimed."""
+    return {"passed": None, "checks": judge.planned_checks(dict(expect)), "findings": []}
+
+
+def _field(obj: Any, camel: str, snake: str) -> Any:
+    """A status field from Pulumi's typed outputs (snake_case keys) or a plain manifest (camelCase)."""
+    if not isinstance(obj, Mapping):
+        return None
+    return obj.get(snake, obj.get(camel))
+
+
+def termination_message(status: Any) -> str | None:
+    """`status.containerStatuses[0].state.terminated.message`, or None while the verifier has not ended."""
+    statuses = _field(status, "containerStatuses", "container_statuses") or []
+    if not statuses:
+        return None
+    terminated = _field(_field(statuses[0], "state", "state"), "terminated", "terminated")
+    message = _field(terminated, "message", "message")
+    return message or None
+
+
+def verdict_from_status(status: Any, expect: Mapping[str, Any]) -> dict[str, Any]:
+    """The verifier Pod's status → the full `verification` output (judge.expand of its compact message)."""
+    message = termination_message(status)
+    if message is None:
+        return judge.failed_verdict(expect, "the verifier Pod ended without a termination message; read its log")
+    try:
+        compact = json.loads(message)
+    except json.JSONDecodeError:
+        return judge.failed_verdict(expect, f"the verifier's termination message is not JSON: {message[:200]!r}")
+    if not isinstance(compact, dict):
+        return judge.failed_verdict(expect, "the verifier's termination message is not a JSON object")
+    return judge.expand(compact, dict(expect))
+
+
+def failing_checks(verification: Mapping[str, Any]) -> list[str]:
+    """Ids of the checks that did not pass (a check not run counts as failed)."""
+    return [str(c.get("id")) for c in verification.get("checks", []) if c.get("passed") is not True]
+
+
+def enforce(verification: dict[str, Any], fail_on_violation: bool) -> dict[str, Any]:
+    """Raise, naming the failing checks, when the verdict failed and failOnViolation is set; else pass it on."""
+    if fail_on_violation and verification.get("passed") is not True:
+        failed = failing_checks(verification) or ["(no checks)"]
+        details = "; ".join(
+            f"{c.get('id')}: expected {c.get('expected')!r}, observed {c.get('observed')!r}"
+            for c in verification.get("checks", [])
+            if c.get("passed") is not True
+        )
+        raise VerificationFailed(
+            f"gpushare verification failed: {', '.join(failed)}. {details}. "
+            "Set gpushare:verify.failOnViolation to false to export the failing verdict instead."
+        )
+    return verification
+
+
+class Verifier(pulumi.ComponentResource):
+    """ServiceAccount, read-only RBAC, and the verifier Pod whose status carries the verdict."""
+
+    verification: pulumi.Output[Any] | dict[str, Any]
+    report: pulumi.Output[str] | str
+    ghost_quota: pulumi.Output[Any] | None
+    pod: k8s.core.v1.Pod
+
+    def __init__(self, name: str, args: VerifierArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:verify:Verifier", name, None, opts)
+        expect = dict(args.expect)
+
+        def child(*after: pulumi.Resource, replace_first: bool = False) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[*args.ready, *after],
+                delete_before_replace=replace_first or None,
+            )
+
+        # Cluster-scoped names carry the proof namespace, so two stacks on one cluster do not collide.
+        role_name = f"{expect['namespace']}-verifier"
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-account",
+            metadata={"name": VERIFIER_POD, "namespace": args.namespace, "labels": COMMON_LABELS},
+            opts=child(),
+        )
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-reader",
+            metadata={"name": role_name, "labels": COMMON_LABELS},
+            rules=[dict(rule) for rule in CLUSTER_RULES],
+            opts=child(),
+        )
+        subject = [{"kind": "ServiceAccount", "name": VERIFIER_POD, "namespace": args.namespace}]
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-reader-binding",
+            metadata={"name": role_name, "labels": COMMON_LABELS},
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+            subjects=subject,
+            opts=child(role, account),
+        )
+        access: list[pulumi.Resource] = [account, binding]
+        monitor = expect.get("monitor")
+        if monitor:
+            # The monitor's metrics through the API server's Pod proxy: only in its namespace, only get.
+            proxy_role = k8s.rbac.v1.Role(
+                f"{name}-monitor-proxy",
+                metadata={"name": role_name, "namespace": monitor["namespace"], "labels": COMMON_LABELS},
+                rules=[dict(PROXY_RULE)],
+                opts=child(),
+            )
+            access.append(
+                k8s.rbac.v1.RoleBinding(
+                    f"{name}-monitor-proxy-binding",
+                    metadata={"name": role_name, "namespace": monitor["namespace"], "labels": COMMON_LABELS},
+                    role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+                    subjects=subject,
+                    opts=child(proxy_role, account),
+                )
+            )
+
+        timeout = f"{int(expect['deadlineSeconds']) + DEADLINE_MARGIN_SECONDS}s"
+        self.pod = k8s.core.v1.Pod(
+            f"{name}-pod",
+            metadata={
+                "name": VERIFIER_POD,
+                "namespace": args.namespace,
+                "labels": COMMON_LABELS,
+                # Succeeded means a verdict was written (pass or fail); the verdict itself says which.
+                "annotations": dict(WAIT_SUCCEEDED),
+            },
+            spec={
+                "serviceAccountName": VERIFIER_POD,
+                "automountServiceAccountToken": True,
+                "restartPolicy": "Never",
+                # GPU-only node pools (GKE) carry this taint; the verifier uses no GPU but must land somewhere.
+                "tolerations": [GPU_TAINT_TOLERATION],
+                "containers": [
+                    {
+                        "name": "verifier",
+                        "image": args.image,
+                        "command": ["python3", f"{MOUNT_PATH}/verifier.py"],
+                        "env": [
+                            {"name": "GPUSHARE_EXPECT", "value": json.dumps(expect, sort_keys=True)},
+                            {"name": "PYTHONUNBUFFERED", "value": "1"},
+                        ],
+                        "volumeMounts": [{"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}],
+                        "terminationMessagePolicy": "FallbackToLogsOnError",
+                    }
+                ],
+                "volumes": [{"name": "probes", "configMap": {"name": args.config_map_name, "defaultMode": 0o444}}],
+            },
+            opts=pulumi.ResourceOptions.merge(
+                child(*access, *args.proof_pods, replace_first=True),
+                pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=timeout)),
+            ),
+        )
+
+        if pulumi.runtime.is_dry_run():
+            planned = planned_verification(expect)
+            self.verification = planned
+            self.report = report.render(planned, expect)
+            self.ghost_quota = None
+        else:
+            fail = args.fail_on_violation
+            verification = self.pod.status.apply(lambda s: enforce(verdict_from_status(s, expect), fail))
+            self.verification = verification
+            self.report = verification.apply(lambda v: report.render(v, expect))
+            self.ghost_quota = verification.apply(lambda v: v.get("ghostQuota", []))
+        self.register_outputs({"verification": self.verification, "report": self.report})

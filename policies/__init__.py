@@ -1,0 +1,8 @@
+"""gpushare's policy pack: the labs' troubleshooting tables as preview-time rules.
+
+Run with `pulumi preview --policy-pack policies`.
+
+The rules read resource inputs only (chart names, Helm values, Pod specs, firewall ranges), never gpushare's
+Python objects, so they also guard a program that composes the components differently. They depend on
+`pulumi_policy` and the standard library alone.
+"""

@@ -1,0 +1,302 @@
+"""The memory probe without a GPU: its error path, HAMi-core's OOM line, the search bound, the judgement.
+
+A fake driver stands in for libcuda with HAMi-core's measured rules (exact to the byte, the primary
+context charged 518 MiB on an H200) so the whole phase sequence runs here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+PROBES = Path(__file__).resolve().parent.parent / "components" / "verify" / "probes"
+MIB = 1 << 20
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"gpushare_probe_{name}", PROBES / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+memory = _load("memory")
+OOM_WITH_THREAD = (
+    "[HAMI-core ERROR (pid:54 thread=133390658244608 allocator.c:52)]: Device 0 OOM 8629780480 / 8388608000"
+)
+OOM_WITHOUT_THREAD = "[HAMI-core ERROR (pid:479 allocator.c:52)]: Device 0 OOM 4401922048 / 4194304000"
+
+
+class FakeDriver:
+    """libcuda as a quota sees it: HAMi-core's rule `used + request > limit` refused, context charged."""
+
+    def __init__(self, physical_mib: int, quota_mib: int | None, context_mib: int, slack_mib: int = 0) -> None:
+        self.physical, self.quota, self.context = physical_mib * MIB, quota_mib and quota_mib * MIB, context_mib * MIB
+        self.slack = slack_mib * MIB  # bare GPU: free memory a single allocation cannot quite take
+        self.used = 0
+        self.live: dict[int, int] = {}
+        self.calls = 0
+
+    def init(self) -> None: ...
+    def name(self) -> str:
+        return "NVIDIA H200"
+
+    def uuid(self) -> str:
+        return "GPU-3b4d8a8e-1f2a-4c2b-9d1e-0a1b2c3d4e5f"
+
+    def use_primary_context(self) -> None:
+        self.used += self.context
+
+    def mem_info(self) -> tuple[int, int]:
+        total = self.quota or self.physical
+        return total - self.used, total
+
+    def try_alloc(self, nbytes: int) -> tuple[int | None, str | None]:
+        self.calls += 1
+        if self.quota is not None and self.used + nbytes > self.quota:
+            line = f"[HAMI-core ERROR (pid:1 allocator.c:52)]: Device 0 OOM {self.used + nbytes} / {self.quota}\n"
+            os.write(2, line.encode())
+            return None, "CUDA_ERROR_OUT_OF_MEMORY"
+        if self.used + nbytes > self.physical - self.slack:
+            return None, "CUDA_ERROR_OUT_OF_MEMORY"
+        self.used += nbytes
+        ptr = len(self.live) + 1 + max(self.live, default=0)
+        self.live[ptr] = nbytes
+        return ptr, None
+
+    def free(self, ptr: int) -> None:
+        self.used -= self.live.pop(ptr)
+
+
+class FakeNvml:
+    def __init__(self, driver: FakeDriver) -> None:
+        self.driver = driver
+
+    def memory(self) -> tuple[int, int]:
+        free, total = self.driver.mem_info()
+        return total, free
+
+    def uuid(self) -> str:
+        return self.driver.uuid()
+
+
+def _args(**over: Any) -> argparse.Namespace:
+    argv = ["--json", "--hold-seconds", "0"]
+    for key, value in over.items():
+        argv += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    return memory.parse_args(argv)
+
+
+def _measure(driver: FakeDriver, runner: Any = None, **over: Any) -> dict[str, Any]:
+    args = _args(**over)
+    result = memory.new_result(args.expect_limit_mib)
+    memory.measure(driver, FakeNvml(driver), args, result, lambda _line: None, runner or _no_children)
+    return result
+
+
+def _no_children(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
+    raise AssertionError("no child process expected without --findings")
+
+
+def _run_probe(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(PROBES / "memory.py"), *argv], env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+
+
+def test_memory_probe_without_libcuda_prints_a_json_error_and_exits_nonzero(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
+    result_file = tmp_path / "termination-log"
+    ready = tmp_path / "ready"
+    done = _run_probe("--json", "--result-file", str(result_file), "--ready-file", str(ready), env=env)
+    assert done.returncode != 0
+    last = json.loads(done.stdout.strip().splitlines()[-1])
+    assert last["probe"] == "memory" and last["ok"] is False
+    assert "libcuda.so.1" in last["error"]
+    assert json.loads(result_file.read_text())["error"] == last["error"]
+    assert not ready.exists()
+
+
+def test_parse_oom_line_with_thread_field() -> None:
+    assert memory.parse_oom_line(OOM_WITH_THREAD) == (0, 8629780480, 8388608000)
+
+
+def test_parse_oom_line_without_thread_field() -> None:
+    assert memory.parse_oom_line(OOM_WITHOUT_THREAD) == (0, 4401922048, 4194304000)
+
+
+def test_parse_oom_line_ignores_other_lines() -> None:
+    assert memory.parse_oom_line("[HAMI-core Msg(54:1:libvgpu.c:836)]: Initializing.....") is None
+    assert memory.parse_oom_line("cudaMalloc 4.0 GiB -> errcode=2  OOM") is None
+
+
+def test_parse_oom_line_reads_every_oom_line_the_labs_recorded(seeds_dir: Path) -> None:
+    lines = [line for seed in sorted(seeds_dir.glob("*.md")) for line in seed.read_text().splitlines()
+             if line.startswith("[HAMI-core") and "OOM" in line]  # fmt: skip
+    assert len(lines) >= 3  # two from the T4 lab (with no-break spaces, as recorded), one from the k3s lab
+    for line in lines:
+        parsed = memory.parse_oom_line(line)
+        assert parsed is not None, line
+        _, used, limit = parsed
+        assert used > limit  # a refusal is always over the limit
+    # The T4 lab's context overhead: 4401922048 − 4.0 GiB = 102 MiB.
+    assert memory.parse_oom_line(OOM_WITHOUT_THREAD)[1] - 4 * 1024 * MIB == 102 * MIB
+
+
+@pytest.mark.parametrize(
+    ("limit", "free", "total"),
+    [
+        (3482, 3482, 4000),  # HAMi-core under 4000m on an H200: the view's free is the exact answer
+        (3898, 3898, 4000),  # the same on a T4 (102 MiB context)
+        (4000, 4000, 4000),
+        (3482, 4000, 4000),  # a view that does not subtract the context
+        (142_626, 142_629, 143_155),  # the bare H200 as measured: 3 MiB of free memory no allocation takes
+        (143_000, 143_253, 143_771),  # free more than 64 MiB above the answer
+        (143_771, 143_771, 143_771),
+        (1, 1, 143_771),
+        (0, 0, 4000),
+        (77_777, 10_000, 143_771),  # free far below the answer
+    ],
+)
+def test_largest_allocation_finds_the_limit_to_1_mib_within_the_call_bound(limit: int, free: int, total: int) -> None:
+    seen: list[int] = []
+
+    def alloc(mib: int) -> bool:
+        seen.append(mib)
+        return mib <= limit
+
+    largest, calls = memory.largest_allocation(alloc, free, total)
+    assert largest == limit
+    assert calls == len(seen)
+    assert calls <= math.ceil(math.log2(total)) + 2
+
+
+def test_search_bound_on_the_h200_is_20_calls() -> None:
+    assert memory.search_bound(143_771) == 20
+
+
+def test_memory_probe_under_a_hami_quota_finds_3482_mib_and_judges_it_enforced() -> None:
+    driver = FakeDriver(physical_mib=143_771, quota_mib=4000, context_mib=518)
+    result = _measure(driver, expect_limit_mib=4000, hold_mib=3072, extra_mib=2048, sweep_gib="2,3,3.8,4,4.5,6")
+    assert result["ok"] is True
+    assert (result["visible_total_mib"], result["visible_free_mib"]) == (4000, 3482)
+    assert result["largest_alloc_mib"] == 3482 and result["context_overhead_mib"] == 518
+    assert result["search_calls"] <= memory.search_bound(4000)
+    hold = result["phases"]["hold"]
+    assert hold["ok"] is True and hold["extra_ok"] is False and hold["extra_error"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert [s["ok"] for s in result["phases"]["sweep"]] == [True, True, False, False, False, False]
+    assert result["phases"]["chunks"]["allocated_mib"] == 13 * 256
+    assert result["cuda_error"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert result["limit_enforced"] is True
+    # The refusals' stderr lines, written from below Python (fd 2), were captured and parsed.
+    assert result["hami_oom_lines"] and all(memory.parse_oom_line(line) for line in result["hami_oom_lines"])
+    assert driver.used == 518 * MIB  # everything but the context was freed
+
+
+def test_memory_probe_on_a_bare_gpu_judges_the_limit_not_enforced() -> None:
+    driver = FakeDriver(physical_mib=143_771, quota_mib=None, context_mib=518, slack_mib=2)
+    result = _measure(driver, expect_limit_mib=4000)
+    assert result["largest_alloc_mib"] == 143_771 - 518 - 2
+    assert result["phases"]["hold"]["extra_ok"] is True
+    assert result["context_overhead_mib"] is None  # no quota held, so no context charge to read off
+    assert result["limit_enforced"] is False
+    assert result["hami_oom_lines"] == []
+
+
+def test_memory_probe_without_expectation_judges_nothing() -> None:
+    result = _measure(FakeDriver(physical_mib=16_000, quota_mib=4000, context_mib=102))
+    assert result["largest_alloc_mib"] == 3898 and result["limit_enforced"] is None
+    assert memory.should_mark_ready(result) is True
+
+
+def _recorded(**over: Any) -> dict[str, Any]:
+    """A result as a HAMi-core Pod under 4000m records it."""
+    result = memory.new_result(4000)
+    result.update(ok=True, visible_total_mib=4000, largest_alloc_mib=3482)
+    result["phases"]["hold"] = {"ok": True, "extra_ok": False}
+    result["phases"]["chunks"] = {"allocated_mib": 3328}
+    for key, value in over.items():
+        result[key] = value
+    return result
+
+
+@pytest.mark.parametrize(
+    ("over", "expected"),
+    [
+        ({}, True),
+        ({"expected_limit_mib": None}, None),
+        ({"visible_total_mib": 143_771}, False),  # the view is the whole card: no quota injected
+        ({"largest_alloc_mib": 4001}, False),  # one MiB over the quota fitted
+        ({"phases": {"hold": {"ok": True, "extra_ok": True}, "chunks": {"allocated_mib": 0}}}, False),
+        ({"phases": {"hold": {"ok": False, "extra_ok": False}, "chunks": {"allocated_mib": 0}}}, False),
+        ({"phases": {"hold": {"ok": True, "extra_ok": False}, "chunks": {"allocated_mib": 5120}}}, False),
+        ({"ok": False}, False),
+    ],
+)
+def test_limit_enforced_judgement_on_recorded_results(over: dict[str, Any], expected: bool | None) -> None:
+    assert memory.judge_limit(_recorded(**over)) is expected
+
+
+def test_ready_file_waits_for_an_enforced_limit() -> None:
+    assert memory.should_mark_ready(_recorded(limit_enforced=True)) is True
+    assert memory.should_mark_ready(_recorded(limit_enforced=False)) is False
+    assert memory.should_mark_ready(_recorded(ok=False, limit_enforced=True)) is False
+
+
+def test_findings_report_a_fresh_shared_cache_and_a_created_context_as_bypasses() -> None:
+    driver = FakeDriver(physical_mib=143_771, quota_mib=4000, context_mib=518)
+    asked: list[tuple[str, int, str | None]] = []
+
+    def runner(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
+        cache = env.get("CUDA_DEVICE_MEMORY_SHARED_CACHE")
+        asked.append((mode, mib, cache))
+        fresh = bool(cache and cache.endswith("fresh.cache"))
+        # What the H200 under HAMi-core showed: a fresh cache file is a new quota; cuCtxCreate is not charged.
+        allocated = fresh or mode == "ctx-create"
+        return {"ok": True, "allocated": allocated, "cuda_error": None if allocated else "CUDA_ERROR_OUT_OF_MEMORY",
+                "stderr": "" if allocated else OOM_WITHOUT_THREAD + "\n"}  # fmt: skip
+
+    result = _measure(driver, runner, expect_limit_mib=4000, findings=True)
+    by_id = {f["id"]: f for f in result["findings"]}
+    assert by_id["shared-cache-bypass"]["bypassed"] is True and by_id["shared-cache-bypass"]["allocated_mib"] == 3000
+    assert by_id["non-primary-context"]["bypassed"] is True and by_id["non-primary-context"]["allocated_mib"] == 3800
+    assert [(m, mib) for m, mib, _ in asked] == [("alloc", 3000), ("alloc", 3000), ("ctx-create", 3800)]
+    assert OOM_WITHOUT_THREAD in result["hami_oom_lines"]
+    assert result["limit_enforced"] is True  # findings are reported, never judged
+
+
+def test_findings_on_a_bare_gpu_say_there_is_nothing_to_bypass() -> None:
+    driver = FakeDriver(physical_mib=143_771, quota_mib=None, context_mib=518)
+
+    def runner(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
+        return {"ok": True, "allocated": True, "cuda_error": None, "stderr": ""}
+
+    result = _measure(driver, runner, expect_limit_mib=4000, findings=True)
+    assert [f["bypassed"] for f in result["findings"]] == [None, None]
+    assert all("nothing to bypass" in f["observed"] for f in result["findings"])
+
+
+def test_result_file_truncation_keeps_valid_json_within_4096_bytes() -> None:
+    result = _recorded(limit_enforced=True, cuda_error="CUDA_ERROR_OUT_OF_MEMORY")
+    result["hami_oom_lines"] = [OOM_WITH_THREAD] * 200
+    result["findings"] = [{"id": "shared-cache-bypass", "tried": "x" * 900, "observed": "y" * 900}] * 3
+    text = memory.fit_result(result, memory.DROP_ORDER)
+    assert len(text.encode()) <= 4096
+    small = json.loads(text)
+    assert small["limit_enforced"] is True and small["largest_alloc_mib"] == 3482
+    assert "hami_oom_lines" in small["truncated"]
+
+
+def test_result_file_keeps_a_small_result_whole() -> None:
+    result = _recorded(limit_enforced=True)
+    assert json.loads(memory.fit_result(result, memory.DROP_ORDER)) == result

@@ -1,0 +1,262 @@
+"""The proof Pods as planned: requests per sharing contract, co-location, tolerations, readiness, probe commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.plan import Plan
+from components.verify import workloads
+from components.verify.proof import expectations, mirrored
+from tests.helpers import k8s_schema
+from tests.helpers.proof_program import HAMI_CLUSTER, HAMI_K3S, KAI_GKE, plan_proof
+
+POD = "kubernetes:core/v1:Pod"
+PREFIX = "gpushare-proof-workloads"
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plan]:
+    """One plan per contract: HAMi on k3s, HAMi with cores on an existing cluster, KAI on GKE."""
+    return {
+        stack: plan_proof(tmp_path_factory.mktemp(stack), stack, contract)
+        for stack, contract in (("k3s", HAMI_K3S), ("cluster", HAMI_CLUSTER), ("gke", KAI_GKE))
+    }
+
+
+def pod(plan: Plan, role: str) -> dict[str, Any]:
+    return plan.one(POD, f"{PREFIX}-{role}")
+
+
+def container(plan: Plan, role: str) -> dict[str, Any]:
+    (only,) = pod(plan, role)["inputs"]["spec"]["containers"]
+    return only
+
+
+def env(plan: Plan, role: str) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container(plan, role)["env"]}
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def memory_argv(plan: Plan, role: str) -> list[str]:
+    """The memory probe's argv, whether run directly or after the compute probe through sh -c."""
+    command = container(plan, role)["command"]
+    if command[:2] == ["/bin/sh", "-c"]:
+        import shlex
+
+        return shlex.split(command[2].split("; exec ", 1)[1])
+    return command
+
+
+def test_slice_pods_are_named_from_the_prefix(plans: dict[str, Plan]) -> None:
+    assert pod(plans["k3s"], "pod-a")["inputs"]["metadata"]["name"] == "hami-share-a"
+    assert pod(plans["k3s"], "pod-b")["inputs"]["metadata"]["name"] == "hami-share-b"
+    assert pod(plans["cluster"], "pod-a")["inputs"]["metadata"]["name"] == "gpu-slice-a"
+
+
+def test_hami_slice_pods_carry_the_gpumem_limit_and_scheduler(plans: dict[str, Plan]) -> None:
+    for role in ("pod-a", "pod-b"):
+        assert pod(plans["k3s"], role)["inputs"]["spec"]["schedulerName"] == "hami-scheduler"
+        assert container(plans["k3s"], role)["resources"]["limits"] == {
+            "nvidia.com/gpu": "1",
+            "nvidia.com/gpumem": "8000",
+        }
+        assert container(plans["cluster"], role)["resources"]["limits"]["nvidia.com/gpucores"] == "30"
+        assert "securityContext" not in container(plans["k3s"], role)
+
+
+def test_kai_slice_pods_ask_by_annotation_with_no_gpu_limit(plans: dict[str, Plan]) -> None:
+    for role in ("pod-a", "pod-b"):
+        meta = pod(plans["gke"], role)["inputs"]["metadata"]
+        assert meta["annotations"]["gpu-memory"] == "4096"
+        assert meta["labels"]["kai.scheduler/queue"] == "default-queue"
+        assert pod(plans["gke"], role)["inputs"]["spec"]["schedulerName"] == "kai-scheduler"
+        assert "resources" not in container(plans["gke"], role)
+        assert container(plans["gke"], role)["securityContext"] == {"privileged": True}
+        assert env(plans["gke"], role)["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
+
+
+def test_pod_b_and_the_overcommit_pod_require_pod_a_node(plans: dict[str, Plan]) -> None:
+    a = pod(plans["k3s"], "pod-a")["inputs"]
+    a_label = a["metadata"]["labels"][workloads.PROOF_POD_LABEL]
+    assert "affinity" not in a["spec"]
+    for role in ("pod-b", "overcommit"):
+        (term,) = pod(plans["k3s"], role)["inputs"]["spec"]["affinity"]["podAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert term["topologyKey"] == "kubernetes.io/hostname"
+        assert term["labelSelector"] == {"matchLabels": {workloads.PROOF_POD_LABEL: a_label}}
+    assert a_label == "hami-share-a"
+
+
+def test_every_gpu_pod_tolerates_the_nvidia_gpu_taint(plans: dict[str, Plan]) -> None:
+    for plan in plans.values():
+        for r in plan.find(POD):
+            assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in r["inputs"]["spec"][
+                "tolerations"
+            ], r["name"]
+
+
+def test_slice_pods_never_restart_and_see_compute_and_utility(plans: dict[str, Plan]) -> None:
+    for plan in plans.values():
+        for role in ("pod-a", "pod-b"):
+            assert pod(plan, role)["inputs"]["spec"]["restartPolicy"] == "Never"
+            assert env(plan, role)["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+
+
+def test_readiness_is_the_ready_file_the_probe_writes_only_on_success(plans: dict[str, Plan]) -> None:
+    for role in ("pod-a", "pod-b"):
+        probe = container(plans["k3s"], role)["readinessProbe"]
+        assert probe["exec"]["command"] == ["test", "-f", "/tmp/gpushare-ready"]
+        assert flag(memory_argv(plans["k3s"], role), "--ready-file") == "/tmp/gpushare-ready"
+
+
+def test_memory_probe_command_carries_the_expectation(plans: dict[str, Plan]) -> None:
+    for stack, contract, hold in (("k3s", HAMI_K3S, "3072"), ("gke", KAI_GKE, "3072")):
+        argv = memory_argv(plans[stack], "pod-b")
+        assert argv[:3] == ["python3", "/gpushare/memory.py", "--json"]
+        assert flag(argv, "--expect-limit-mib") == str(contract.visible_mib)
+        assert flag(argv, "--hold-mib") == hold
+        assert flag(argv, "--keep-holding") == hold
+        assert flag(argv, "--extra-mib") == "2048"
+        assert flag(argv, "--hold-seconds") == "30"
+        assert flag(argv, "--sweep-gib") == "2,3,3.8,4,4.5,6"
+        assert flag(argv, "--result-file") == "/dev/termination-log"
+        assert "--findings" in argv
+
+
+def test_pod_a_runs_the_compute_baseline_first_when_cores_are_set(plans: dict[str, Plan]) -> None:
+    command = container(plans["cluster"], "pod-a")["command"]
+    assert command[:2] == ["/bin/sh", "-c"]
+    compute, memory = command[2].split("; exec ", 1)
+    assert compute.startswith("python3 /gpushare/compute.py --json --seconds 20 --baseline")
+    assert memory.startswith("python3 /gpushare/memory.py")
+    # Only A measures compute: B would compete for the SMs and spoil both numbers.
+    assert container(plans["cluster"], "pod-b")["command"][0] == "python3"
+    assert container(plans["k3s"], "pod-a")["command"][0] == "python3"
+
+
+def test_proof_and_overcommit_pods_skip_await(plans: dict[str, Plan]) -> None:
+    for role in ("pod-a", "pod-b", "overcommit"):
+        assert pod(plans["k3s"], role)["inputs"]["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+
+
+def test_overcommit_pod_sleeps_with_the_oversized_request_after_a_and_b(plans: dict[str, Plan]) -> None:
+    over = pod(plans["k3s"], "overcommit")
+    assert over["inputs"]["metadata"]["name"] == "hami-oversubscribe"
+    assert over["inputs"]["spec"]["containers"][0]["command"] == ["sleep", "infinity"]
+    assert over["inputs"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"] == "90000"
+    # It only has to be scheduled or not: no probe, so no readiness that could never turn true.
+    assert "readinessProbe" not in over["inputs"]["spec"]["containers"][0]
+    assert {f"{PREFIX}-pod-a", f"{PREFIX}-pod-b"} <= set(over["dependsOn"])
+    assert not plans["gke"].find(POD, f"{PREFIX}-overcommit")
+
+
+def test_whole_gpu_pod_only_on_gke_waited_for_before_the_slices(plans: dict[str, Plan]) -> None:
+    whole = pod(plans["gke"], "whole-gpu")
+    meta, spec = whole["inputs"]["metadata"], whole["inputs"]["spec"]
+    assert meta["name"] == "gpushare-whole-gpu"
+    assert meta["annotations"] == {"pulumi.com/waitFor": "jsonpath={.status.phase}=Succeeded"}
+    assert spec["restartPolicy"] == "Never"
+    assert spec["containers"][0]["command"] == ["nvidia-smi"]
+    assert spec["containers"][0]["image"] == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    for role in ("pod-a", "pod-b"):
+        assert f"{PREFIX}-whole-gpu" in pod(plans["gke"], role)["dependsOn"]
+    assert not plans["k3s"].find(POD, f"{PREFIX}-whole-gpu")
+
+
+def test_probe_configmap_holds_the_probe_files_mounted_read_only(plans: dict[str, Plan]) -> None:
+    cm = plans["k3s"].one("kubernetes:core/v1:ConfigMap", f"{PREFIX}-probes")
+    verify_dir = Path(workloads.__file__).parent
+    expected = {p.name: p.read_text() for p in (verify_dir / "probes").glob("*.py") if p.name != "__init__.py"}
+    expected["judge.py"] = (verify_dir / "judge.py").read_text()
+    assert cm["inputs"]["data"] == expected
+    assert {"memory.py", "compute.py", "verifier.py", "judge.py"} <= set(expected)
+    spec = pod(plans["k3s"], "pod-a")["inputs"]["spec"]
+    assert spec["volumes"][0]["configMap"]["name"] == cm["inputs"]["metadata"]["name"]
+    assert spec["containers"][0]["volumeMounts"] == [{"name": "probes", "mountPath": "/gpushare", "readOnly": True}]
+
+
+def test_proof_pods_use_the_configured_slim_image(plans: dict[str, Plan]) -> None:
+    assert container(plans["k3s"], "pod-a")["image"] == "python:3.12-slim-bookworm"
+
+
+def test_every_proof_resource_waits_for_the_cluster_and_the_sharing_system(plans: dict[str, Plan]) -> None:
+    for plan in plans.values():
+        for r in plan.resources:
+            if r["type"].startswith("kubernetes:core/v1") and r["parent"] == PREFIX:
+                assert {"cluster-ready", "sharing-ready", "gpushare-proof-namespace"} <= set(r["dependsOn"]), r["name"]
+
+
+def test_every_proof_object_validates_against_kubernetes_1_35(plans: dict[str, Plan]) -> None:
+    objects = [o for plan in plans.values() for o in k8s_schema.objects_in(plan)]
+    assert len(objects) > 10
+    complaints = [k8s_schema.validate(o) for o in objects]
+    assert [c for c in complaints if c] == []
+
+
+def test_image_registry_mirrors_the_proof_images(tmp_path: Path) -> None:
+    assert mirrored("python:3.12-slim-bookworm", "harbor.example.com/proxy") == (
+        "harbor.example.com/proxy/library/python:3.12-slim-bookworm"
+    )
+    cuda = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert mirrored(cuda, "m.example") == f"m.example/{cuda}"
+    assert mirrored("ghcr.io/org/img:1", "m.example") == "m.example/org/img:1"
+    assert mirrored("python:3.12", None) == "python:3.12"
+    plan = plan_proof(tmp_path, "cluster", HAMI_CLUSTER, ["gpushare:imageRegistry=harbor.example.com/proxy"])
+    assert container(plan, "pod-a")["image"] == "harbor.example.com/proxy/library/python:3.12-slim-bookworm"
+
+
+def test_expectations_follow_the_contract_and_config(tmp_path: Path) -> None:
+    from components.config import parse
+    from components.plan import read_stack_config
+
+    raw, _ = read_stack_config("gke", [])
+    cfg = parse({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+    expect = expectations(cfg, KAI_GKE)
+    assert expect["pods"] == ["kai-hami-lab12-a", "kai-hami-lab12-b"]
+    assert expect["overcommitPod"] is None and expect["wholeGpuPod"] == "gpushare-whole-gpu"
+    assert expect["nodeMemoryLabel"] == "nvidia.com/gpu.memory"
+    assert (expect["visibleMiB"], expect["sliceMiB"], expect["cardMiB"]) == (4147, 4096, 15360)
+    assert (expect["holdMiB"], expect["extraMiB"]) == (3072, 2048)
+    assert expect["monitor"]["namespace"] == "kai-resource-isolator"
+    assert expect["checks"] == list(KAI_GKE.checks)
+    assert expect["computePods"] == []
+    hami = expectations(cfg, HAMI_K3S)
+    assert hami["overcommitPod"] == "hami-oversubscribe" and hami["pendingReason"] == "CardInsufficientMemory"
+
+
+def test_verification_disabled_says_so_and_registers_no_pods(tmp_path: Path) -> None:
+    plan = plan_proof(tmp_path, "k3s", HAMI_K3S, ["gpushare:verify.enabled=false"])
+    assert plan.find(POD) == []
+    assert plan.outputs["verification"]["passed"] is False
+    assert plan.outputs["verification"]["reason"] == "verification disabled"
+
+
+def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Plan]) -> None:
+    from components.verify import judge
+
+    expect = json.loads(
+        next(
+            e["value"]
+            for e in plans["cluster"].one(POD, "gpushare-proof-verifier-pod")["inputs"]["spec"]["containers"][0]["env"]
+            if e["name"] == "GPUSHARE_EXPECT"
+        )
+    )
+    assert expect["computePods"] == ["gpu-slice-a"]
+    compute = {"probe": "compute", "ok": True, "ratio": {"many_blocks": 0.32, "few_blocks": 0.98}}
+    evidence = {
+        "pods": {
+            "gpu-slice-a": {"phase": "Running", "logs": json.dumps(compute) + "\n"},
+            "gpu-slice-b": {"phase": "Running", "logs": ""},
+        }
+    }
+    checks = {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
+    assert checks["compute-limited"]["passed"] is True, checks["compute-limited"]["observed"]
