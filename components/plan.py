@@ -96,10 +96,26 @@ def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:
 def _order(registrations: list[Any]) -> list[Any]:
     """Parents before children, dependencies before dependents, ties by name: deterministic and readable."""
     by_urn = {r.urn: r for r in registrations}
+    children: dict[str, list[str]] = {}
+    for r in registrations:
+        children.setdefault(r.parent, []).append(r.urn)
+
+    def subtree(urn: str) -> set[str]:
+        found = {urn}
+        for child in children.get(urn, []):
+            found |= subtree(child)
+        return found
+
+    # A component waits for whatever its children wait for outside it, so the tree reads in deployment order.
+    waits_for: dict[str, set[str]] = {}
+    for r in registrations:
+        inside = subtree(r.urn)
+        outside = {d for u in inside for d in by_urn[u].dependencies} - inside
+        waits_for[r.urn] = {r.parent, *outside} - {u for u in outside if r.urn in subtree(u)}
     edges: dict[str, set[str]] = {r.urn: set() for r in registrations}
     indegree = dict.fromkeys(by_urn, 0)
     for r in registrations:
-        for before in {r.parent, *r.dependencies}:
+        for before in waits_for[r.urn]:
             if before in by_urn and r.urn not in edges[before]:
                 edges[before].add(r.urn)
                 indegree[r.urn] += 1
@@ -113,7 +129,9 @@ def _order(registrations: list[Any]) -> list[Any]:
             indegree[nxt] -= 1
             if indegree[nxt] == 0:
                 heapq.heappush(ready, (by_urn[nxt].name, by_urn[nxt].type, nxt))
-    return ordered
+    placed = {r.urn for r in ordered}
+    # Two components waiting on each other's children form a cycle at component level: list those by name.
+    return ordered + sorted((r for r in registrations if r.urn not in placed), key=lambda r: (r.name, r.type))
 
 
 async def _resolve(value: Any) -> Any:

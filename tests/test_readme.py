@@ -12,6 +12,7 @@ from components.plan import main
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
+COMMANDS = re.sub(r"\\\n\s*", " ", README)  # shell line continuations joined
 CI = (ROOT / ".ci" / "run").read_text()
 
 
@@ -27,7 +28,7 @@ def test_ci_runs_the_readmes_setup_and_test_commands_as_written() -> None:
     assert setup in CI and test in CI
 
 
-PLAN_COMMANDS = re.findall(r"^\.venv/bin/python -m components\.plan (.+?)(?:\s+#.*)?$", README, re.M)
+PLAN_COMMANDS = re.findall(r"^\.venv/bin/python -m components\.plan (.+?)(?:\s+#.*)?$", COMMANDS, re.M)
 REFUSALS = re.findall(r"^\$ \.venv/bin/python -m components\.plan (.+)\nerror: (.+)$", README, re.M)
 
 
@@ -45,3 +46,14 @@ def test_readme_plan_command_plans(args: str, capsys) -> None:
 def test_readme_refusal_is_what_the_plan_prints(args: str, message: str, capsys) -> None:
     assert main(shlex.split(args)) == 2
     assert capsys.readouterr().err.strip() == f"error: {message}"
+
+
+HARNESS_COMMANDS = re.findall(r"^\.venv/bin/python -m policies\.harness (.+?)(?:\s+#.*)?$", COMMANDS, re.M)
+
+
+@pytest.mark.parametrize("args", HARNESS_COMMANDS)
+def test_readme_policy_harness_command_passes(args: str, capsys) -> None:
+    from policies.harness import main as harness
+
+    assert harness(shlex.split(args)) == 0
+    capsys.readouterr()

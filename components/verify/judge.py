@@ -257,9 +257,10 @@ def _expected(check_id: str, expect: Mapping[str, Any]) -> str:
             text += f"; a whole-GPU Pod's nvidia-smi total equals the node label {expect['nodeMemoryLabel']}"
         return text
     if check_id == "quota-injection":
-        text = f"each Pod's env has {_env_text(expect.get('limitEnv') or {})}"
+        env = dict(expect.get("limitEnv") or {})
         if cores is not None:
-            text += f" and CUDA_DEVICE_SM_LIMIT={cores}"
+            env.setdefault("CUDA_DEVICE_SM_LIMIT", str(cores))
+        text = f"each Pod's env has {_env_text(env)}"
         if reg:
             slots = int(reg.get("cardsPerNode", 1)) * int(reg.get("slotsPerCard", 0))
             text += (
