@@ -240,7 +240,7 @@ def test_runtime_class_nvidia_uses_runc() -> None:
 
 
 def test_kyverno_is_3_8_2_from_its_repo() -> None:
-    kyverno = release(parts(), "gke-cdi-kyverno")
+    kyverno = release(parts(), "gke-cdi-kyverno-release")
     assert kyverno["chart"] == "kyverno"
     assert kyverno["version"] == "3.8.2"
     assert kyverno["repositoryOpts"]["repo"] == "https://kyverno.github.io/kyverno/"
@@ -252,7 +252,7 @@ def test_policies_after_kyverno_and_wait_for_ready() -> None:
     names = {p["inputs"]["metadata"]["name"]: p for p in plan.find(POLICY)}
     assert set(names) == {"inject-nvidia-library-path", "inject-gpu-devices"}
     for policy in names.values():
-        assert policy["dependsOn"] == ["gke-cdi-kyverno"]
+        assert policy["dependsOn"] == ["gke-cdi-kyverno-release"]
         assert policy["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
 
 
@@ -260,7 +260,7 @@ def test_policies_after_kyverno_and_wait_for_ready() -> None:
     ("switch", "gone"),
     [
         ("nvidiaRuntimeClass", ("kubernetes:node.k8s.io/v1:RuntimeClass", "gke-cdi-runtime-class")),
-        ("kyverno", (RELEASE, "gke-cdi-kyverno")),
+        ("kyverno", (RELEASE, "gke-cdi-kyverno-release")),
         ("injectNvmlLibraryPath", (POLICY, "gke-cdi-nvml-library-path")),
         ("injectGpuDevices", (POLICY, "gke-cdi-gpu-devices")),
     ],
@@ -306,7 +306,7 @@ def test_every_helm_value_path_exists_in_reference_charts(charts_dir: Path) -> N
     plan = parts()
     for name, chart in (("kai-release", "kai-scheduler-v0.17.0"),
                         ("isolator-release", "kai-resource-isolator-1.1.0-chart"),
-                        ("gke-cdi-kyverno", "kyverno-3.8.2")):
+                        ("gke-cdi-kyverno-release", "kyverno-3.8.2")):
         values = release(plan, name)["values"]
         assert missing_paths(values, load_reference(charts_dir, chart)) == [], name
 

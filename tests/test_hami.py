@@ -112,9 +112,19 @@ def test_hami_k3s_release_is_chart_2_9_0_in_kube_system(plan_stack):
     inputs = release["inputs"]
     assert (inputs["name"], inputs["chart"], inputs["version"]) == ("hami", "hami", "2.9.0")
     assert inputs["repositoryOpts"]["repo"] == "https://project-hami.github.io/HAMi"
-    assert (inputs["namespace"], inputs["createNamespace"]) == ("kube-system", False)
+    assert inputs["namespace"] == "kube-system"
+    assert "createNamespace" not in inputs
+    assert not plan_stack("k3s").find("kubernetes:core/v1:Namespace", "hami-namespace")  # the cluster owns it
     assert inputs["timeout"] == 300
     assert release["options"]["provider"] == "k3s-provider"
+
+
+def test_hami_system_namespace_is_the_stacks_own_so_destroy_removes_it(plan_stack):
+    plan = plan_stack("cluster")
+    namespace = plan.one("kubernetes:core/v1:Namespace", "hami-namespace")
+    assert namespace["inputs"]["metadata"]["name"] == "hami-system"
+    assert "hami-namespace" in plan.one(RELEASE, "hami-release")["dependsOn"]
+    assert "createNamespace" not in plan.one(RELEASE, "hami-release")["inputs"]
 
 
 def test_hami_release_waits_for_the_bootstrap(plan_stack):

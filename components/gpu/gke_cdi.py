@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.gpu.chart import ChartRelease, install_chart
 from components.gpu.kai import GPU_MEMORY_ANNOTATION
 
 KYVERNO_REPO = "https://kyverno.github.io/kyverno/"
@@ -133,24 +134,19 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
         self.kyverno_release = None
         policy_after: list[pulumi.Resource] = list(args.ready)
         if args.kyverno:
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-kyverno-namespace",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.kyverno_namespace),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
-            )
-            self.kyverno_release = k8s.helm.v3.Release(
+            self.kyverno_release = install_chart(
+                self,
                 f"{name}-kyverno",
-                name="kyverno",
-                chart="kyverno",
-                version=args.kyverno_version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KYVERNO_REPO),
-                namespace=namespace.metadata.name,
-                # The pre-delete hook removes Kyverno's webhooks, or they outlive it and block Pod admission.
-                values={"webhooksCleanup": {"enabled": True}},
-                skip_await=False,
-                wait_for_jobs=True,
-                timeout=600,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+                ChartRelease(
+                    "kyverno",
+                    "kyverno",
+                    args.kyverno_version,
+                    args.kyverno_namespace,
+                    # The pre-delete hook removes Kyverno's webhooks, or they outlive it and block Pod admission.
+                    values={"webhooksCleanup": {"enabled": True}},
+                    repo=KYVERNO_REPO,
+                ),
+                after=args.ready,
             )
             policy_after = [self.kyverno_release]
 

@@ -6,7 +6,7 @@ since Helm ignores a misspelt key without a word.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.gpu.chart import ChartRelease, install_chart
 from components.gpu.sharing import SharingSetup, ToolkitFacts
 from components.platform.facts import ClusterFacts
 from components.verify.spec import CheckId, SharingProof, SliceRequest
@@ -101,6 +102,8 @@ class HamiArgs:
     runtime_class_name: str | None = None
     image_registry: str | None = None
     timeout_seconds: int = 300
+    ready: Sequence[pulumi.Resource] = ()
+    """What the release waits for (the platform, the toolkit, the node labels)."""
 
 
 def hami_values(args: HamiArgs) -> dict[str, Any]:
@@ -133,18 +136,12 @@ class Hami(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HamiArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:Hami", name, None, opts)
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=CHART,
-            chart=CHART,
-            version=args.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=REPO),
-            namespace=args.namespace,
-            create_namespace=args.namespace not in ("kube-system", "default"),
-            values=hami_values(args),
-            timeout=args.timeout_seconds,
-            # A component's depends_on does not reach its children; the release is what must wait.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=(opts.depends_on if opts else None)),
+        self.release = install_chart(
+            self,
+            name,
+            ChartRelease(CHART, CHART, args.version, args.namespace, hami_values(args), repo=REPO,
+                         timeout_seconds=args.timeout_seconds),
+            after=args.ready,
         )
         self.register_outputs({"version": args.version, "schedulerImageTag": args.scheduler_image_tag,
                                "status": self.release.status})
@@ -212,11 +209,9 @@ def from_config(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) 
         runtime_class_name=runtime_class_for(toolkit.cdi_enabled, hami.runtime_class_name),
         image_registry=cfg.image_registry,
         timeout_seconds=hami.wait_timeout_seconds,
+        ready=[*cluster.ready, *toolkit.ready],
     )
-    component = Hami("hami", args, pulumi.ResourceOptions(
-        providers=[cluster.provider],
-        depends_on=[*cluster.ready, *toolkit.ready],
-    ))
+    component = Hami("hami", args, pulumi.ResourceOptions(providers=[cluster.provider]))
     proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
                        hami.device_split_count, cluster.gpu.per_node)
     return SharingSetup(

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.gpu.chart import ChartRelease, install_chart
 from components.verify.spec import MonitorTarget
 
 CHART = "oci://docker.io/projecthami/kai-resource-isolator"
@@ -52,24 +53,13 @@ class ResourceIsolator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ResourceIsolatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:ResourceIsolator", name, None, opts)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
-        )
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=RELEASE_NAME,
-            chart=CHART,
-            version=args.version,
-            namespace=namespace.metadata.name,
-            values=isolator_values(args),
-            # helm --wait: both DaemonSets rolled out on every GPU node and the webhook Deployment Available,
-            # so no sharing Pod is admitted before the webhook can inject HAMi-core.
-            skip_await=False,
-            wait_for_jobs=True,
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+        # helm --wait: both DaemonSets rolled out on every GPU node and the webhook Deployment Available,
+        # so no sharing Pod is admitted before the webhook can inject HAMi-core.
+        self.release = install_chart(
+            self,
+            name,
+            ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, isolator_values(args)),
+            after=args.ready,
         )
         self.monitor = (
             MonitorTarget(namespace=args.namespace, label_selector=MONITOR_SELECTOR, port=MONITOR_PORT)

@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.gpu.chart import ChartRelease, install_chart
 
 CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 RELEASE_NAME = "kai-scheduler"
@@ -83,24 +84,13 @@ class KaiScheduler(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KaiSchedulerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:KaiScheduler", name, None, opts)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
-        )
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=RELEASE_NAME,
-            chart=CHART,
-            version=args.version,
-            namespace=namespace.metadata.name,
-            values=kai_values(args),
-            # helm --wait covers the operator Deployment and the hook Job that applies kai-config;
-            # the components the operator then creates are covered by kai-config's Ready below.
-            skip_await=False,
-            wait_for_jobs=True,
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
+        # helm --wait covers the operator Deployment and the hook Job that applies kai-config;
+        # the components the operator then creates are covered by kai-config's Ready below.
+        self.release = install_chart(
+            self,
+            name,
+            ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, kai_values(args)),
+            after=args.ready,
         )
         # kai-config comes from a hook, so Pulumi cannot own it; a one-annotation server-side patch can wait on it.
         self.config_ready = k8s.apiextensions.CustomResourcePatch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.gpu.chart import ChartRelease, install_chart
 from components.gpu.sharing import ToolkitFacts
 from components.platform.facts import ClusterFacts
 
@@ -78,6 +80,8 @@ class GpuOperatorArgs:
     """A mirror every image of the chart and its NFD subchart is pulled through; None keeps the upstreams."""
     timeout_seconds: int = 600
     """How long Helm waits for the release."""
+    ready: Sequence[pulumi.Resource] = ()
+    """What the release waits for (the node labels, the cluster)."""
 
 
 def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
@@ -109,29 +113,21 @@ class GpuOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:GpuOperator", name, None, opts)
-        provider = opts.provider if opts is not None else None
-        depends_on = list(opts.depends_on or []) if opts is not None and isinstance(opts.depends_on, list) else []
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.namespace,
+        self.release = install_chart(
+            self,
+            name,
+            ChartRelease(
+                CHART,
+                CHART,
+                args.version,
+                args.namespace,
+                operator_values(args),
+                repo=REPOSITORY,
                 # The toolkit and validator DaemonSets mount host paths; a restricted PSA default would reject them.
-                labels={"pod-security.kubernetes.io/enforce": "privileged"},
+                namespace_labels={"pod-security.kubernetes.io/enforce": "privileged"},
+                timeout_seconds=args.timeout_seconds,
             ),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on),
-        )
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            k8s.helm.v3.ReleaseArgs(
-                name=CHART,
-                chart=CHART,
-                version=args.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=REPOSITORY),
-                namespace=namespace.metadata.name,
-                values=operator_values(args),
-                timeout=args.timeout_seconds,
-            ),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace, *depends_on]),
+            after=args.ready,
         )
         self.installed = pulumi.Output.all(self.release.chart, self.release.version, self.release.namespace).apply(
             lambda v: f"{v[0]} {v[1]} ({REPOSITORY}) in {v[2]}: toolkit only"
@@ -157,8 +153,9 @@ def from_config(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
             driver_enabled=section.driver_enabled,
             device_plugin_enabled=section.device_plugin_enabled,
             image_registry=cfg.image_registry,
+            ready=cluster.ready,
         ),
-        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=list(cluster.ready)),
+        opts=pulumi.ResourceOptions(provider=cluster.provider),
     )
     return ToolkitFacts(
         source="gpu-operator",
