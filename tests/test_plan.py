@@ -151,3 +151,9 @@ def test_secret_config_values_are_planned_as_secrets(tmp_path) -> None:
         "pulumi.export('token', pulumi.Config('app').require_secret('token'))\n"
     )
     assert run("s", root=tmp_path).outputs == {"token": "[secret]"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_says_once_that_this_is_software_isolation_not_mig(stack: str, plan_stack) -> None:
+    note = plan_stack(stack).outputs["isolationNote"]
+    assert note.count("not MIG") == 1

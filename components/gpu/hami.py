@@ -187,10 +187,6 @@ def hami_proof(
         },
         allocation_annotation=ALLOCATED_ANNOTATION,
         checks=tuple(checks),
-        notes=(
-            "Software isolation: HAMi-core (libvgpu.so in /etc/ld.so.preload) intercepts CUDA calls in user "
-            "space; it is not MIG, so a misbehaving kernel is bounded by interception, not by hardware partitions.",
-        ),
     )
 
 

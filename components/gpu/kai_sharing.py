@@ -23,8 +23,6 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 NOTES = (
     "Sharing Pods run privileged: on GKE the device nodes are mounted into them by a Kyverno policy, so this "
     "proves CUDA-level memory quotas between cooperating Pods, not a multi-tenant security boundary.",
-    "The quota is HAMi-core's, enforced at the CUDA API inside each container; it is not a hardware partition "
-    "such as MIG.",
 )
 
 
@@ -81,6 +79,5 @@ def from_config(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) 
         outputs={
             "kaiQueue": cfg.kai.queue,
             "sliceVisibleMiB": proof.visible_mib,
-            "sharingNotes": list(NOTES),
         },
     )
