@@ -6,30 +6,19 @@ launches (full speed for the first 3 s, then about a third), so no test waits on
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-PROBES = Path(__file__).resolve().parent.parent / "components" / "verify" / "probes"
+from tests.helpers.probes import PROBES, load_probe
 
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"gpushare_probe_{name}", PROBES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-compute = _load("compute")
+compute = load_probe("compute")
 
 
 class FakeClock:

@@ -7,31 +7,23 @@ context charged 518 MiB on an H200) so the whole phase sequence runs here.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-PROBES = Path(__file__).resolve().parent.parent / "components" / "verify" / "probes"
+from tests.helpers.probes import PROBES, load_probe
+
 MIB = 1 << 20
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"gpushare_probe_{name}", PROBES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-memory = _load("memory")
+memory = load_probe("memory")
 OOM_WITH_THREAD = (
     "[HAMI-core ERROR (pid:54 thread=133390658244608 allocator.c:52)]: Device 0 OOM 8629780480 / 8388608000"
 )

@@ -2,33 +2,25 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+
+from tests.helpers.probes import load_probe
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VERIFIER = Path(__file__).resolve().parent.parent / "components" / "verify" / "probes" / "verifier.py"
 TOKEN = "test-token"
 
 
-def _load_verifier() -> ModuleType:
-    """Load verifier.py by path, as `python3 /gpushare/verifier.py` does in the cluster."""
-    spec = importlib.util.spec_from_file_location("gpushare_verifier", VERIFIER)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-verifier = _load_verifier()
+verifier = load_probe("verifier")
 
 
 def load(stack: str) -> tuple[dict[str, Any], dict[str, Any]]:
