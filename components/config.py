@@ -387,18 +387,29 @@ class StackConfig(_Model):
     sharing: Sharing
     """The GPU-sharing system."""
     gke: GkeConfig | None = None
+    """Platform gke: the cluster and its GPU pool."""
     vm: VmConfig | None = None
+    """Platform k3s-vm: the GCE GPU VM."""
     host: HostConfig | None = None
+    """Platform existing-host: where the SSH bootstrap goes."""
     k3s: K3sConfig | None = None
+    """Platforms k3s-vm and existing-host: k3s as the bootstrap installs it."""
     cluster: ClusterConfig | None = None
+    """Platform existing: how to reach the cluster and which nodes carry GPUs."""
     kai: KaiConfig | None = None
+    """Sharing kai: KAI Scheduler."""
     isolator: IsolatorConfig | None = None
+    """Sharing kai: kai-resource-isolator."""
     gke_cdi: GkeCdiConfig | None = None
+    """Sharing kai on gke: the GKE/COS/CDI workarounds."""
     hami: HamiConfig | None = None
+    """Sharing hami: the HAMi release."""
     gpu_operator: GpuOperatorConfig | None = None
+    """Toolkit gpu-operator: the GPU Operator release."""
     image_registry: str | None = None
     """A mirror that replaces every image registry of HAMi, the GPU Operator and the proof."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    """The proof and its verifier."""
 
     # Which optional sections each choice needs; a section outside its choice is a mistake, not a no-op.
     @model_validator(mode="before")

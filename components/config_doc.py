@@ -23,7 +23,7 @@ BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
 
 
-def _field_docs(model: type[BaseModel]) -> dict[str, str]:
+def field_docs(model: type[BaseModel]) -> dict[str, str]:
     """Attribute docstrings (the string right after a field), which pydantic does not keep by default."""
     tree = ast.parse(inspect.getsource(model))
     body = tree.body[0].body  # type: ignore[attr-defined]
@@ -52,7 +52,7 @@ def _default(field: Any) -> str:
 
 
 def _rows(model: type[BaseModel], prefix: str) -> list[str]:
-    docs = _field_docs(model)
+    docs = field_docs(model)
     rows = []
     for name, field in model.model_fields.items():
         key = f"{prefix}{config._alias(name)}"
