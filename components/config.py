@@ -372,6 +372,13 @@ class VerifyConfig(_Model):
     """How long the verifier waits for the proof Pods."""
     fail_on_violation: bool = True
     """Fail `pulumi up` when a check fails, once results are known."""
+    run_id: str = "1"
+    """Change it (`pulumi config set --path gpushare:verify.runId 2`) to run the proof again on fresh Pods."""
+
+    @field_validator("run_id", mode="before")
+    @classmethod
+    def _run_id_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 # --- the whole stack -------------------------------------------------------------------------------------
@@ -514,6 +521,12 @@ def _check_combination(cfg: StackConfig) -> None:
             _key("sharing"),
             f"kai is wired for platform gke only (its isolator settings are GKE/COS ones), not {cfg.platform}; "
             "use sharing: hami",
+        )
+    if cfg.sharing == "kai" and cfg.verify.cores_percent is not None:
+        raise ConfigError(
+            _key("verify", "coresPercent"),
+            "KAI's gpu-memory request carries no compute share, so there is no compute limit to prove; remove it "
+            "(compute-limited is a HAMi check)",
         )
     if cfg.gpu_operator is not None and cfg.sharing == "hami" and cfg.gpu_operator.device_plugin_enabled:
         raise ConfigError(

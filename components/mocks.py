@@ -190,6 +190,8 @@ class RecordingMonitor(MockMonitor):
                     for k, v in (("create", request.customTimeouts.create), ("delete", request.customTimeouts.delete))
                     if v
                 }
+            if request.HasField("replacement_trigger"):
+                options["replacementTrigger"] = _plain(json_format.MessageToDict(request.replacement_trigger))
             if request.provider:
                 options["provider"] = request.provider.split("::")[-2].split("::")[-1]
             self.registrations.append(

@@ -232,3 +232,9 @@ def test_secret_values_never_appear_in_an_error() -> None:
     with pytest.raises(ConfigError) as caught:
         parse(raw)
     assert "TOPSECRET" not in str(caught.value)
+
+
+def test_a_compute_share_under_kai_is_refused() -> None:
+    err = refusal("gke", "gpushare:verify.coresPercent=30")
+    assert err.key == "gpushare:verify.coresPercent"
+    assert "no compute share" in str(err)

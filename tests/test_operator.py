@@ -13,9 +13,9 @@ from components.gpu.operator import (
     NFD_IMAGE_PATH,
     GpuOperatorArgs,
     from_config,
-    mirrored,
     operator_values,
 )
+from components.images import mirrored
 from components.plan import _as_pulumi_config, read_stack_config
 from tests.helpers.helm_values import load_reference, missing_paths
 

@@ -74,9 +74,10 @@ def applied(tmp_path: Path, stack: str, message: str | None, overrides: list[str
 # --- the Pod and its RBAC ----------------------------------------------------------------------------------
 
 
-def test_verifier_pod_is_waited_for_until_succeeded(plans: dict[str, Plan]) -> None:
+def test_verifier_pod_is_waited_for_until_its_container_terminated(plans: dict[str, Plan]) -> None:
     pod = verifier_pod(plans["k3s"])
-    assert pod["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.phase}=Succeeded"
+    wait_for = pod["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"]
+    assert wait_for == "jsonpath={.status.containerStatuses[0].state.terminated}"  # succeeded or failed
     assert "pulumi.com/skipAwait" not in pod["inputs"]["metadata"]["annotations"]
     spec = pod["inputs"]["spec"]
     assert spec["restartPolicy"] == "Never"
@@ -228,3 +229,11 @@ def test_termination_message_is_read_from_the_first_container() -> None:
     assert collect.termination_message({"containerStatuses": [{"state": {"running": {}}}]}) is None
     assert collect.termination_message({}) is None
     assert collect.termination_message(None) is None
+
+
+def test_a_new_run_id_replaces_every_proof_pod_and_the_verifier(plan_stack) -> None:
+    pods = lambda plan: {r["name"]: r["options"].get("replacementTrigger")  # noqa: E731
+                         for r in plan.find("kubernetes:core/v1:Pod")}
+    first, second = pods(plan_stack("k3s")), pods(plan_stack("k3s", "gpushare:verify.runId=2"))
+    assert set(first) == set(second) and len(first) == 4
+    assert set(first.values()) == {"1"} and set(second.values()) == {"2"}

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from components.config import StackConfig
 from components.gpu.chart import ChartRelease, install_chart
 from components.gpu.sharing import ToolkitFacts
+from components.images import mirrored
 from components.platform.facts import ClusterFacts
 
 CHART = "gpu-operator"
@@ -46,13 +47,6 @@ IMAGE_REPOSITORIES: dict[tuple[str, ...], str] = {
 # registry an offline cluster fails to reach, and without NFD no operand DaemonSet is ever created.
 NFD_IMAGE_PATH = ("node-feature-discovery", "image")
 NFD_IMAGE_REPOSITORY = "registry.k8s.io/nfd/node-feature-discovery"
-
-
-def mirrored(repository: str, registry: str) -> str:
-    """`nvcr.io/nvidia/k8s` through `harbor.example.com/proxy` → `harbor.example.com/proxy/nvidia/k8s`."""
-    first, _, rest = repository.partition("/")
-    path = rest if rest and ("." in first or ":" in first or first == "localhost") else repository
-    return f"{registry.rstrip('/')}/{path}"
 
 
 def _set(values: dict[str, Any], path: tuple[str, ...], key: str, value: Any) -> None:

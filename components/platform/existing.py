@@ -72,7 +72,7 @@ def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
         raise ConfigError(
             "gpushare:cluster.kubeconfigPath",
             f"no file at {file}; point it at your kubeconfig, or set it as a secret with "
-            "`pulumi config set --secret gpushare:cluster.kubeconfig < ~/.kube/config`",
+            "`pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`",
         )
     return file.read_text()
 

@@ -243,6 +243,8 @@ class K3sBootstrap(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-provider",
             kubeconfig=self.kubeconfig,
+            # A reclaimed Spot VM or a host gone for good must not wedge `pulumi destroy` on its objects.
+            delete_unreachable=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[steps["kubeconfig"]]),
         )
         self.register_outputs({"kubeconfig": self.kubeconfig, "nodeName": args.node_name})

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.verify import judge, report
-from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_SUCCEEDED
+from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_TERMINATED
 
 VERIFIER_POD = "gpushare-verifier"
 DEADLINE_MARGIN_SECONDS = 300
@@ -47,6 +47,8 @@ class VerifierArgs:
     proof_pods: Sequence[pulumi.Resource]
     fail_on_violation: bool = True
     ready: Sequence[pulumi.Resource] = ()
+    run_id: str = "1"
+    """A new value replaces the verifier Pod, so it judges the new proof Pods."""
 
 
 def planned_verification(expect: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,8 +176,8 @@ class Verifier(pulumi.ComponentResource):
                 "name": VERIFIER_POD,
                 "namespace": args.namespace,
                 "labels": COMMON_LABELS,
-                # Succeeded means a verdict was written (pass or fail); the verdict itself says which.
-                "annotations": dict(WAIT_SUCCEEDED),
+                # Terminated either way: a verdict in the termination message, or the crash that stopped it.
+                "annotations": dict(WAIT_TERMINATED),
             },
             spec={
                 "serviceAccountName": VERIFIER_POD,
@@ -200,7 +202,9 @@ class Verifier(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(
                 child(*access, *args.proof_pods, replace_first=True),
-                pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=timeout)),
+                pulumi.ResourceOptions(
+                    custom_timeouts=pulumi.CustomTimeouts(create=timeout), replacement_trigger=args.run_id
+                ),
             ),
         )
 

@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
 from components.gpu.sharing import SharingSetup
+from components.images import mirrored
 from components.platform.facts import ClusterFacts
 from components.verify.collect import Verifier, VerifierArgs
 from components.verify.spec import SharingProof
@@ -52,6 +53,8 @@ class ProofArgs:
     smi_image: str | None
     fail_on_violation: bool
     ready: Sequence[pulumi.Resource] = ()
+    run_id: str = "1"
+    """Changing it replaces the proof Pods and the verifier: the proof runs again."""
 
 
 def isolation_note(proof: SharingProof) -> str:
@@ -95,18 +98,6 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def mirrored(image: str, registry: str | None) -> str:
-    """`python:3.12-slim` through a mirror: `mirror.example/library/python:3.12-slim`; unchanged without one."""
-    if not registry:
-        return image
-    first, _, rest = image.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        path = rest  # drop the original registry host
-    else:
-        path = image if rest else f"library/{image}"
-    return f"{registry.rstrip('/')}/{path}"
-
-
 def disabled_verification(reason: str) -> dict[str, Any]:
     """A verdict that claims nothing: passed false, with the reason, never passed true."""
     return {"passed": False, "reason": reason, "checks": [], "findings": []}
@@ -136,6 +127,7 @@ class Proof(pulumi.ComponentResource):
                 image=args.image,
                 smi_image=args.smi_image,
                 ready=ready,
+                run_id=args.run_id,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -150,6 +142,7 @@ class Proof(pulumi.ComponentResource):
                 proof_pods=workloads.pods,
                 fail_on_violation=args.fail_on_violation,
                 ready=ready,
+                run_id=args.run_id,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -192,5 +185,6 @@ def from_config(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) 
         smi_image=mirrored(v.smi_image, cfg.image_registry) if cfg.platform == "gke" else None,
         fail_on_violation=v.fail_on_violation,
         ready=[*cluster.ready, *sharing.ready],
+        run_id=v.run_id,
     )
     return ProofOutputs(Proof("gpushare-proof", args).outputs)

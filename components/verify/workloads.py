@@ -30,7 +30,8 @@ PROOF_POD_LABEL = "gpushare.io/proof-pod"
 GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 COMMON_LABELS = {"app.kubernetes.io/part-of": "gpushare", "app.kubernetes.io/component": "proof"}
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
-WAIT_SUCCEEDED = {"pulumi.com/waitFor": "jsonpath={.status.phase}=Succeeded"}
+# Done when its container has terminated, succeeded or failed: a Failed Pod must not hold `pulumi up` to its timeout.
+WAIT_TERMINATED = {"pulumi.com/waitFor": "jsonpath={.status.containerStatuses[0].state.terminated}"}
 BASE_ENV = {
     "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
     # The verifier reads results from the log while the probe still holds memory: no buffered lines.
@@ -65,6 +66,8 @@ class ProofWorkloadsArgs:
     """Image of the whole-GPU precondition Pod (GKE); None: no such Pod."""
     ready: Sequence[pulumi.Resource] = ()
     """What every Pod waits for: the cluster, the sharing system, the namespace."""
+    run_id: str = "1"
+    """A new value replaces every proof Pod, so `pulumi up` runs the proof again."""
 
 
 def probe_files() -> dict[str, str]:
@@ -184,7 +187,11 @@ class ProofWorkloads(pulumi.ComponentResource):
         def child(depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
             # Named Pods cannot coexist with their replacement: delete first.
             return pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[*args.ready, *depends_on], delete_before_replace=True
+                parent=self,
+                provider=args.provider,
+                depends_on=[*args.ready, *depends_on],
+                delete_before_replace=True,
+                replacement_trigger=args.run_id,
             )
 
         cm_name = f"{prefix}-probes"
@@ -207,7 +214,7 @@ class ProofWorkloads(pulumi.ComponentResource):
         if args.smi_image is not None:
             whole = k8s.core.v1.Pod(
                 f"{name}-whole-gpu",
-                metadata=metadata(WHOLE_GPU_POD, None, WAIT_SUCCEEDED),
+                metadata=metadata(WHOLE_GPU_POD, None, WAIT_TERMINATED),
                 spec={
                     "restartPolicy": "Never",
                     "tolerations": [GPU_TAINT_TOLERATION],
