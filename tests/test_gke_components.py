@@ -166,10 +166,15 @@ def test_kai_release_after_node_pool() -> None:
 
 def test_kai_waits_for_kai_config_ready() -> None:
     plan = parts()
-    gate = plan.one("kubernetes:kai.scheduler/v1:ConfigPatch", "kai-config-ready")
-    assert gate["inputs"]["metadata"]["name"] == "kai-config"
-    assert gate["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
-    assert gate["dependsOn"] == ["kai-release"]
+    gate = plan.one("kubernetes:core/v1:Pod", "kai-config-ready-pod")
+    env = {e["name"]: e["value"] for e in gate["inputs"]["spec"]["containers"][0]["env"]}
+    assert env["GATE_PATH"] == "/apis/kai.scheduler/v1/configs/kai-config"
+    assert env["GATE_READY"] == "condition:Ready"
+    assert gate["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.phase}=Succeeded"
+    assert "kai-release" in gate["dependsOn"]
+    role = plan.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kai-config-ready-reader")
+    assert role["inputs"]["rules"] == [{"apiGroups": ["kai.scheduler"], "resources": ["configs"],
+                                        "resourceNames": ["kai-config"], "verbs": ["get"]}]
 
 
 def test_kai_kept_queues_are_stack_owned_and_go_before_the_release() -> None:
@@ -182,7 +187,7 @@ def test_kai_kept_queues_are_stack_owned_and_go_before_the_release() -> None:
     assert child["inputs"]["spec"]["parentQueue"] == "default-parent-queue"
     # Destroy runs dependents first: child queue, parent queue, the kai-config gate, then the release.
     assert child["dependsOn"] == ["kai-parent-queue"]
-    assert parent["dependsOn"] == ["kai-config-ready"]
+    assert parent["dependsOn"] == ["kai-config-ready-pod"]
     assert "retainOnDelete" not in json.dumps([parent, child])
 
 
@@ -281,7 +286,7 @@ def test_policies_without_kyverno_release_follow_the_node_pool() -> None:
 
 def test_sharing_ready_holds_what_the_proof_must_wait_for() -> None:
     ready = {urn.rsplit("::", 1)[-1] for urn in parts().outputs["readyUrns"]}
-    assert ready == {"kai-config-ready", "kai-parent-queue", "kai-queue", "isolator-release",
+    assert ready == {"kai-config-ready-pod", "kai-parent-queue", "kai-queue", "isolator-release",
                      "gke-cdi-runtime-class", "gke-cdi-nvml-library-path", "gke-cdi-gpu-devices"}
 
 
@@ -313,7 +318,8 @@ def test_every_helm_value_path_exists_in_reference_charts(charts_dir: Path) -> N
 
 def test_every_kubernetes_object_validates() -> None:
     objects = [o for o in objects_in(parts()) if not is_custom_kind(o)]
-    assert {o["kind"] for o in objects} == {"Namespace", "RuntimeClass"}
+    assert {o["kind"] for o in objects} == {"Namespace", "RuntimeClass", "ServiceAccount", "ClusterRole",
+                                            "ClusterRoleBinding", "Pod"}  # the last four: kai-config's gate
     assert [c for c in map(validate, objects) if c] == []
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from components.plan import Plan
 
-SHARING_READY = ("kai-config-ready", "kai-queue", "kai-parent-queue", "isolator-release",
+SHARING_READY = ("kai-config-ready-pod", "kai-queue", "kai-parent-queue", "isolator-release",
                  "gke-cdi-runtime-class", "gke-cdi-nvml-library-path", "gke-cdi-gpu-devices")
 
 
@@ -50,8 +50,14 @@ def test_gke_stack_outputs(plan_stack: Callable[..., Plan]) -> None:
 
 def test_gke_proof_pods_come_after_everything(plan_stack: Callable[..., Plan]) -> None:
     plan = plan_stack("gke")
-    pods = plan.find("kubernetes:core/v1:Pod")
+    pods = [p for p in plan.find("kubernetes:core/v1:Pod") if p["parent"] != "kai-config-ready"]
     assert pods, "the gke stack plans no proof Pods"
     for pod in pods:
         missing = [name for name in SHARING_READY if name not in _before(plan, pod["name"])]
         assert missing == [], f"{pod['name']} does not wait for {missing}"
+
+
+def test_cluster_is_outside_a_release_channel_so_any_valid_master_version_is_accepted(plan_stack):
+    cluster = plan_stack("gke").one("gcp:container/cluster:Cluster")
+    assert cluster["inputs"]["releaseChannel"] == {"channel": "UNSPECIFIED"}
+    assert cluster["inputs"]["minMasterVersion"] == "1.35.6-gke.1250000"  # the newest 1.35 the mock zone offers

@@ -211,7 +211,9 @@ def test_workflow_runs_tests_and_golden_diff_and_gates_the_cloud_preview() -> No
     offline = json.dumps(workflow["jobs"]["offline"])
     assert "pytest -q" in offline and "tests.golden.regenerate --check" in offline
     preview = workflow["jobs"]["preview"]
-    assert "PULUMI_ACCESS_TOKEN" in preview["if"] or "PULUMI_ACCESS_TOKEN" in json.dumps(preview)
+    # the cloud preview runs only where the repository has a Pulumi token, found by the credentials job
+    assert preview["if"].startswith("needs.credentials.outputs.pulumi == 'true'")
+    assert "PULUMI_ACCESS_TOKEN" in json.dumps(workflow["jobs"]["credentials"])
     assert set(preview["strategy"]["matrix"]["stack"]) == set(STACKS)
     action = next(s for s in preview["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@v6"))
     assert action["with"]["policyPacks"] == "policies" and action["with"]["comment-on-pr"] is True

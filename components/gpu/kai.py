@@ -13,6 +13,8 @@ import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
 from components.gpu.chart import ChartRelease, install_chart
+from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
+from components.images import mirrored
 
 CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 RELEASE_NAME = "kai-scheduler"
@@ -52,6 +54,8 @@ class KaiSchedulerArgs:
     """True: this stack owns the two queues (the chart creates none), so destroy deletes them."""
     ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
     """What the release waits for (the GPU node pool)."""
+    gate_image: str = "python:3.12-slim-bookworm"
+    """Image of the Pod that waits for `kai-config` to be Ready (any image with python3)."""
 
 
 def kai_values(args: KaiSchedulerArgs) -> dict[str, Any]:
@@ -78,7 +82,7 @@ class KaiScheduler(pulumi.ComponentResource):
     """KAI Scheduler in its namespace, Ready once `kai-config` is, with the proof's queue."""
 
     release: k8s.helm.v3.Release
-    config_ready: k8s.apiextensions.CustomResourcePatch
+    config_ready: ReadyGate
     queues: list[k8s.apiextensions.CustomResource]
     ready: list[pulumi.Resource]
 
@@ -92,16 +96,22 @@ class KaiScheduler(pulumi.ComponentResource):
             ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, kai_values(args)),
             after=args.ready,
         )
-        # kai-config comes from a hook, so Pulumi cannot own it; a one-annotation server-side patch can wait on it.
-        self.config_ready = k8s.apiextensions.CustomResourcePatch(
+        # kai-config comes from a hook and KAI's operator makes it Ready; Pulumi owns neither, so a gate waits.
+        group, version = CONFIG_API_VERSION.split("/")
+        self.config_ready = ReadyGate(
             f"{name}-config-ready",
-            api_version=CONFIG_API_VERSION,
-            kind="Config",
-            metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                name=CONFIG_NAME,
-                annotations={"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "300"},
+            ReadyGateArgs(
+                namespace=args.namespace,
+                api_group=group,
+                version=version,
+                plural="configs",
+                object_name=CONFIG_NAME,
+                ready_rule="condition:Ready",
+                image=args.gate_image,
+                timeout_seconds=300,
+                after=[self.release],
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         self.queues = []
         if args.delete_kept_queues:
@@ -112,7 +122,7 @@ class KaiScheduler(pulumi.ComponentResource):
                 kind="Queue",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=args.parent_queue),
                 spec={"resources": OPEN_QUEUE_RESOURCES},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.config_ready]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.config_ready.pod]),
             )
             child = k8s.apiextensions.CustomResource(
                 f"{name}-queue",
@@ -124,7 +134,7 @@ class KaiScheduler(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[parent]),
             )
             self.queues = [parent, child]
-        self.ready = [self.config_ready, *self.queues]
+        self.ready = [self.config_ready.pod, *self.queues]
         self.register_outputs(
             {
                 "namespace": args.namespace,
@@ -148,4 +158,5 @@ def args_from_config(cfg: StackConfig, ready: Sequence[pulumi.Resource]) -> KaiS
         parent_queue=kai.parent_queue,
         delete_kept_queues=kai.delete_kept_queues,
         ready=tuple(ready),
+        gate_image=mirrored(cfg.verify.probe_image, cfg.image_registry),
     )

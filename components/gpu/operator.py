@@ -11,12 +11,15 @@ import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
 from components.gpu.chart import ChartRelease, install_chart
+from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
 from components.gpu.sharing import ToolkitFacts
 from components.images import mirrored
 from components.platform.facts import ClusterFacts
 
 CHART = "gpu-operator"
 REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
+CLUSTER_POLICY = "cluster-policy"
+"""The one ClusterPolicy the chart creates; its `status.state` turns `ready` once every operand runs."""
 
 # Every image repository of the v26.7.0 chart's values.yaml (operator, validator, operands), with its default.
 IMAGE_REPOSITORIES: dict[tuple[str, ...], str] = {
@@ -76,6 +79,8 @@ class GpuOperatorArgs:
     """How long Helm waits for the release."""
     ready: Sequence[pulumi.Resource] = ()
     """What the release waits for (the node labels, the cluster)."""
+    gate_image: str = "python:3.12-slim-bookworm"
+    """Image of the Pod that waits for the ClusterPolicy to be ready (any image with python3)."""
 
 
 def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
@@ -104,6 +109,7 @@ class GpuOperator(pulumi.ComponentResource):
     """NVIDIA GPU Operator from NVIDIA's Helm repository, in its own privileged namespace."""
 
     release: k8s.helm.v3.Release
+    toolkit_ready: ReadyGate
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:GpuOperator", name, None, opts)
@@ -122,6 +128,23 @@ class GpuOperator(pulumi.ComponentResource):
                 timeout_seconds=args.timeout_seconds,
             ),
             after=args.ready,
+        )
+        # helm --wait ends with the operator Deployment; the toolkit DaemonSet (and with it the nvidia-legacy
+        # runtime HAMi needs) comes later, and the ClusterPolicy's state says when.
+        self.toolkit_ready = ReadyGate(
+            f"{name}-ready",
+            ReadyGateArgs(
+                namespace=args.namespace,
+                api_group="nvidia.com",
+                version="v1",
+                plural="clusterpolicies",
+                object_name=CLUSTER_POLICY,
+                ready_rule="status.state=ready",
+                image=args.gate_image,
+                timeout_seconds=args.timeout_seconds,
+                after=[self.release],
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         self.installed = pulumi.Output.all(self.release.chart, self.release.version, self.release.namespace).apply(
             lambda v: f"{v[0]} {v[1]} ({REPOSITORY}) in {v[2]}: toolkit only"
@@ -148,12 +171,13 @@ def from_config(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
             device_plugin_enabled=section.device_plugin_enabled,
             image_registry=cfg.image_registry,
             ready=cluster.ready,
+            gate_image=mirrored(cfg.verify.probe_image, cfg.image_registry),
         ),
         opts=pulumi.ResourceOptions(provider=cluster.provider),
     )
     return ToolkitFacts(
         source="gpu-operator",
         cdi_enabled=section.cdi_enabled,
-        ready=[operator.release],
+        ready=[operator.toolkit_ready.pod],
         outputs={"installed": operator.installed},
     )

@@ -98,6 +98,9 @@ class GkeCluster(pulumi.ComponentResource):
             name=args.cluster_name,
             location=args.zone,
             min_master_version=version,
+            # validMasterVersions are valid outside a release channel; in GKE's default REGULAR channel a patch
+            # offered only in RAPID is refused ("Master version must be one of REGULAR channel supported versions").
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel="UNSPECIFIED"),
             # The GPU pool below is the only pool; GKE insists on creating a default one first.
             remove_default_node_pool=True,
             initial_node_count=1,

@@ -1,0 +1,93 @@
+"""A Pod that waits in the cluster until an object an operator creates reports ready, so Pulumi can wait on it.
+
+Helm's --wait sees a chart's own workloads, not what its operator creates afterwards (KAI's `kai-config`, the
+GPU Operator's ClusterPolicy), and Patch resources run no await logic (pulumi/pulumi-kubernetes#2455). The gate
+Pod reads that one object with a ServiceAccount allowed only `get` on it, and exits once it is ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+SCRIPT = Path(__file__).with_name("ready_gate_pod.py")
+MARGIN_SECONDS = 120
+"""Pulumi's own timeout beyond the gate's: image pull and start."""
+
+
+@dataclass(frozen=True)
+class ReadyGateArgs:
+    """One cluster-scoped object to wait for, and how to tell that it is ready."""
+
+    namespace: pulumi.Input[str]
+    """Where the gate Pod runs (the namespace of the release that creates the object)."""
+    api_group: str
+    version: str
+    plural: str
+    object_name: str
+    ready_rule: str
+    """`condition:Ready`, or a field and its value: `status.state=ready`."""
+    image: str
+    """Any image with python3."""
+    timeout_seconds: int = 600
+    after: Sequence[pulumi.Resource] = ()
+
+
+class ReadyGate(pulumi.ComponentResource):
+    """ServiceAccount, a ClusterRole for `get` on exactly one object, and the Pod Pulumi waits to succeed."""
+
+    pod: k8s.core.v1.Pod
+
+    def __init__(self, name: str, args: ReadyGateArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpushare:gpu:ReadyGate", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.after))
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-account", metadata={"name": name, "namespace": args.namespace}, opts=child
+        )
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-reader",
+            metadata={"name": f"gpushare-{name}"},
+            rules=[{"apiGroups": [args.api_group], "resources": [args.plural],
+                    "resourceNames": [args.object_name], "verbs": ["get"]}],
+            opts=child,
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-reader-binding",
+            metadata={"name": f"gpushare-{name}"},
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"gpushare-{name}"},
+            subjects=[{"kind": "ServiceAccount", "name": name, "namespace": args.namespace}],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.after, account, role]),
+        )
+        path = f"/apis/{args.api_group}/{args.version}/{args.plural}/{args.object_name}"
+        self.pod = k8s.core.v1.Pod(
+            f"{name}-pod",
+            metadata={
+                "name": name,
+                "namespace": args.namespace,
+                # Succeeded only: a gate that timed out must fail `pulumi up`, not let what waits on it proceed.
+                "annotations": {"pulumi.com/waitFor": "jsonpath={.status.phase}=Succeeded"},
+            },
+            spec={
+                "serviceAccountName": name,
+                "restartPolicy": "Never",
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [{
+                    "name": "gate",
+                    "image": args.image,
+                    "command": ["python3", "-c", SCRIPT.read_text()],
+                    "env": [{"name": "GATE_PATH", "value": path}, {"name": "GATE_READY", "value": args.ready_rule},
+                            {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)}],
+                }],
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*args.after, binding],
+                delete_before_replace=True,
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{args.timeout_seconds + MARGIN_SECONDS}s"),
+            ),
+        )
+        self.register_outputs({"object": path, "ready": args.ready_rule})

@@ -1,0 +1,100 @@
+"""The ready gate: its in-Pod script against a small local API server, and the objects it is allowed to read."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+from components.gpu import ready_gate_pod
+from components.gpu.ready_gate import SCRIPT
+
+TOKEN = "gate-token"
+
+
+@pytest.mark.parametrize(
+    ("obj", "rule", "ready"),
+    [
+        ({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, "condition:Ready", True),
+        ({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, "condition:Ready", False),
+        ({"status": {}}, "condition:Ready", False),
+        ({"status": {"state": "ready"}}, "status.state=ready", True),
+        ({"status": {"state": "notReady"}}, "status.state=ready", False),
+        ({}, "status.state=ready", False),
+    ],
+)
+def test_readiness_rule(obj: dict, rule: str, ready: bool) -> None:
+    assert ready_gate_pod.is_ready(obj, rule) is ready
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[str, list[dict], Path]]:
+    """A fake API server on 127.0.0.1 that answers each GET with the next object of a list."""
+    answers: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}" or not answers:
+                self.send_response(403 if answers else 404)
+                self.end_headers()
+                return
+            body = json.dumps(answers.pop(0) if len(answers) > 1 else answers[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    yield f"http://127.0.0.1:{server.server_port}", answers, token
+    server.shutdown()
+
+
+def _run(base: str, token: Path, timeout: str) -> subprocess.CompletedProcess[str]:
+    env = {"GATE_API": base, "GATE_TOKEN_FILE": str(token), "GATE_READY": "status.state=ready",
+           "GATE_PATH": "/apis/nvidia.com/v1/clusterpolicies/cluster-policy", "GATE_TIMEOUT": timeout,
+           "GATE_INTERVAL": "0.05"}
+    return subprocess.run([sys.executable, "-c", SCRIPT.read_text()], env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+
+
+def test_gate_exits_0_once_the_object_turns_ready(api) -> None:
+    base, answers, token = api
+    answers += [{"status": {"state": "notReady"}}, {"status": {"state": "notReady"}}, {"status": {"state": "ready"}}]
+    done = _run(base, token, "20")
+    assert done.returncode == 0, done.stderr
+    assert "ready: /apis/nvidia.com/v1/clusterpolicies/cluster-policy" in done.stdout
+
+
+def test_gate_fails_at_its_deadline_naming_what_it_last_saw(api) -> None:
+    base, answers, token = api
+    answers.append({"status": {"state": "notReady"}})
+    done = _run(base, token, "0.3")
+    assert done.returncode == 1
+    assert "not ready in time" in done.stderr and "notReady" in done.stderr
+
+
+def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) -> None:
+    plan = plan_stack("cluster")
+    gate = plan.one("kubernetes:core/v1:Pod", "gpu-operator-ready-pod")
+    env = {e["name"]: e["value"] for e in gate["inputs"]["spec"]["containers"][0]["env"]}
+    assert (env["GATE_PATH"], env["GATE_READY"]) == ("/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+                                                     "status.state=ready")
+    assert "gpu-operator-release" in gate["dependsOn"]
+    assert "gpu-operator-ready-pod" in plan.one("kubernetes:helm.sh/v3:Release", "hami-release")["dependsOn"]
+
+
+def test_no_gate_without_a_gpu_operator(plan_stack) -> None:
+    assert not plan_stack("cluster", "gpushare:toolkit=host").find("gpushare:gpu:ReadyGate")
