@@ -194,8 +194,9 @@ def from_config(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) 
     """HAMi at `hami.version`, its scheduler tag from the server version, and its proof contract."""
     assert cfg.hami is not None
     hami = cfg.hami
-    server = cfg.kubernetes_version
-    assert server is not None, "HAMi needs the server version from k3s.version or cluster.kubernetesVersion"
+    server = cluster.kubernetes_version
+    # Config refuses HAMi on GKE, the one platform whose version is known only once the cluster exists.
+    assert isinstance(server, str), "HAMi needs a server version known from config (k3s or an existing cluster)"
     args = HamiArgs(
         version=hami.version,
         namespace=hami.namespace,

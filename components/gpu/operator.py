@@ -158,7 +158,7 @@ NOTHING = {"host": "nothing: toolkit from the host", "gke-managed": "nothing: to
 def from_config(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
     """StackConfig → the GPU Operator for `toolkit: gpu-operator`; for host and gke-managed, nothing."""
     if cfg.toolkit != "gpu-operator":
-        return ToolkitFacts(source=cfg.toolkit, cdi_enabled=False, outputs={"installed": NOTHING[cfg.toolkit]})
+        return ToolkitFacts(cdi_enabled=False, outputs={"installed": NOTHING[cfg.toolkit]})
     section = cfg.gpu_operator
     assert section is not None  # config fills it for toolkit gpu-operator
     operator = GpuOperator(
@@ -176,7 +176,6 @@ def from_config(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
         opts=pulumi.ResourceOptions(provider=cluster.provider),
     )
     return ToolkitFacts(
-        source="gpu-operator",
         cdi_enabled=section.cdi_enabled,
         ready=[operator.toolkit_ready.pod],
         outputs={"installed": operator.installed},

@@ -15,8 +15,6 @@ from components.verify.spec import SharingProof
 class ToolkitFacts:
     """Who provides the NVIDIA container toolkit, and what that means for the sharing system."""
 
-    source: str
-    """`gke-managed`, `host` or `gpu-operator`."""
     cdi_enabled: bool = False
     """True under a GPU Operator with CDI on: then only the `nvidia-legacy` RuntimeClass injects by env."""
     ready: Sequence[pulumi.Resource] = ()

@@ -13,7 +13,6 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.config import ConfigError, StackConfig
-from components.gpus import GPU_MODELS
 from components.platform.facts import ClusterFacts, GpuFacts
 from components.platform.node_labels import NodeLabels, NodeLabelsArgs
 
@@ -125,20 +124,10 @@ def from_config(cfg: StackConfig) -> ClusterFacts:
         "cluster",
         ExistingClusterArgs(kubeconfig=kubeconfig, context=section.context, gpu_nodes=nodes, node_labels=labels),
     )
-    model = GPU_MODELS.get(section.gpu_type)
-    gpu = GpuFacts(
-        gpu_type=section.gpu_type,
-        product=model.product if model else section.gpu_type,
-        memory_mib=cfg.card_mib,
-        per_node=section.gpus_per_node,
-        node_count=len(nodes),
-    )
     return ClusterFacts(
         provider=cluster.provider,
-        kubeconfig=kubeconfig,
         kubernetes_version=section.kubernetes_version,
-        gpu=gpu,
-        gpu_nodes=nodes,
+        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=section.gpus_per_node),
         ready=cluster.labels.patches,
         outputs={"labelledNodes": cluster.labels.labelled},
     )

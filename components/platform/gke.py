@@ -204,11 +204,8 @@ def from_config(cfg: StackConfig) -> ClusterFacts:
     }
     return ClusterFacts(
         provider=gke.provider,
-        kubeconfig=gke.kubeconfig,
         kubernetes_version=gke.version,
-        gpu=GpuFacts(args.gpu_type, args.gpu_product, args.gpu_memory_mib, args.gpus_per_node, args.node_count),
-        # Node names exist only once GKE has created the pool; the proof selects nodes by label instead.
-        gpu_nodes=[],
+        gpu=GpuFacts(memory_mib=args.gpu_memory_mib, per_node=args.gpus_per_node),
         ready=[gke.node_pool],
         outputs=outputs,
     )

@@ -133,17 +133,6 @@ class GpuVm(pulumi.ComponentResource):
         self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})
 
 
-def _gpu_facts(cfg: StackConfig) -> GpuFacts:
-    model = GPU_MODELS.get(cfg.gpu_type)
-    return GpuFacts(
-        gpu_type=cfg.gpu_type,
-        product=model.product if model else cfg.gpu_type,
-        memory_mib=cfg.card_mib,
-        per_node=1,
-        node_count=1,
-    )
-
-
 def from_config(cfg: StackConfig) -> ClusterFacts:
     """`platform: k3s-vm` rents a GPU VM and bootstraps it; `platform: existing-host` bootstraps `host`."""
     assert cfg.k3s is not None and cfg.hami is not None
@@ -203,10 +192,8 @@ def from_config(cfg: StackConfig) -> ClusterFacts:
         extra = {"costNote": cost_note(vm_cfg.hourly_cost_usd, vm_cfg.spot), "sshPrivateKey": vm.private_key}
     return ClusterFacts(
         provider=bootstrap.provider,
-        kubeconfig=bootstrap.kubeconfig,
         kubernetes_version=k3s.version,
-        gpu=_gpu_facts(cfg),
-        gpu_nodes=[k3s.node_name],
+        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=1),  # one card: the VM's, or the host's
         ready=[bootstrap.ready],
         outputs={"externalIp": address, "sshCommand": ssh, "kubeconfig": bootstrap.kubeconfig, **extra},
     )
