@@ -14,6 +14,8 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.reader_account import reader_account
+
 SCRIPT = Path(__file__).with_name("ready_gate_pod.py")
 MARGIN_SECONDS = 120
 """Pulumi's own timeout beyond the gate's: image pull and start."""
@@ -44,23 +46,15 @@ class ReadyGate(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ReadyGateArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:ReadyGate", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.after))
-        account = k8s.core.v1.ServiceAccount(
-            f"{name}-account", metadata={"name": name, "namespace": args.namespace}, opts=child
-        )
-        role = k8s.rbac.v1.ClusterRole(
-            f"{name}-reader",
-            metadata={"name": f"gpushare-{name}"},
+        _, binding = reader_account(
+            self,
+            name,
+            account_name=name,
+            namespace=args.namespace,
+            role_name=f"gpushare-{name}",
             rules=[{"apiGroups": [args.api_group], "resources": [args.plural],
                     "resourceNames": [args.object_name], "verbs": ["get"]}],
-            opts=child,
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-reader-binding",
-            metadata={"name": f"gpushare-{name}"},
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"gpushare-{name}"},
-            subjects=[{"kind": "ServiceAccount", "name": name, "namespace": args.namespace}],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.after, account, role]),
+            after=args.after,
         )
         path = f"/apis/{args.api_group}/{args.version}/{args.plural}/{args.object_name}"
         self.pod = k8s.core.v1.Pod(

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.reader_account import reader_account
 from components.verify import judge, report
 from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_TERMINATED
 
@@ -130,25 +131,18 @@ class Verifier(pulumi.ComponentResource):
 
         # Cluster-scoped names carry the proof namespace, so two stacks on one cluster do not collide.
         role_name = f"{expect['namespace']}-verifier"
-        account = k8s.core.v1.ServiceAccount(
-            f"{name}-account",
-            metadata={"name": VERIFIER_POD, "namespace": args.namespace, "labels": COMMON_LABELS},
-            opts=child(),
-        )
-        role = k8s.rbac.v1.ClusterRole(
-            f"{name}-reader",
-            metadata={"name": role_name, "labels": COMMON_LABELS},
-            rules=[dict(rule) for rule in CLUSTER_RULES],
-            opts=child(),
+        account, binding = reader_account(
+            self,
+            name,
+            account_name=VERIFIER_POD,
+            namespace=args.namespace,
+            role_name=role_name,
+            rules=CLUSTER_RULES,
+            labels=COMMON_LABELS,
+            provider=args.provider,
+            after=args.ready,
         )
         subject = [{"kind": "ServiceAccount", "name": VERIFIER_POD, "namespace": args.namespace}]
-        binding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-reader-binding",
-            metadata={"name": role_name, "labels": COMMON_LABELS},
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
-            subjects=subject,
-            opts=child(role, account),
-        )
         access: list[pulumi.Resource] = [account, binding]
         monitor = expect.get("monitor")
         if monitor:

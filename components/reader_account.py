@@ -1,0 +1,48 @@
+"""A ServiceAccount bound to a read-only ClusterRole: how every in-cluster helper Pod gets its API access."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+
+def reader_account(
+    parent: pulumi.Resource,
+    name: str,
+    *,
+    account_name: str,
+    namespace: pulumi.Input[str],
+    role_name: str,
+    rules: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, str] | None = None,
+    provider: k8s.Provider | None = None,
+    after: Sequence[pulumi.Resource] = (),
+) -> tuple[k8s.core.v1.ServiceAccount, k8s.rbac.v1.ClusterRoleBinding]:
+    """`{name}-account`, `{name}-reader` (the ClusterRole, `rules` only) and `{name}-reader-binding`."""
+    extra = {"labels": dict(labels)} if labels else {}
+
+    def opts(*extra: pulumi.Resource) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[*after, *extra])
+
+    account = k8s.core.v1.ServiceAccount(
+        f"{name}-account",
+        metadata={"name": account_name, "namespace": namespace, **extra},
+        opts=opts(),
+    )
+    role = k8s.rbac.v1.ClusterRole(
+        f"{name}-reader",
+        metadata={"name": role_name, **extra},
+        rules=[dict(rule) for rule in rules],
+        opts=opts(),
+    )
+    binding = k8s.rbac.v1.ClusterRoleBinding(
+        f"{name}-reader-binding",
+        metadata={"name": role_name, **extra},
+        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+        subjects=[{"kind": "ServiceAccount", "name": account_name, "namespace": namespace}],
+        opts=opts(role, account),
+    )
+    return account, binding
