@@ -9,20 +9,13 @@
 
 import pulumi
 
-from components import config
-from components.gpu import hami, kai_sharing, operator
-from components.platform import existing, gke, k3s_vm
-from components.verify import proof
-
-PLATFORMS = {"gke": gke.from_config, "k3s-vm": k3s_vm.from_config,
-             "existing-host": k3s_vm.from_config, "existing": existing.from_config}
-SHARING = {"kai": kai_sharing.from_config, "hami": hami.from_config}
+from components import compose, config
 
 cfg = config.load()
-cluster = PLATFORMS[cfg.platform](cfg)
-toolkit = operator.from_config(cfg, cluster)
-sharing = SHARING[cfg.sharing](cfg, cluster, toolkit)
-verdict = proof.from_config(cfg, cluster, sharing)
+cluster = compose.platform(cfg)
+toolkit = compose.toolkit(cfg, cluster)
+sharing = compose.sharing(cfg, cluster, toolkit)
+verdict = compose.proof(cfg, cluster, sharing)
 
 for name, value in {**cluster.outputs, **toolkit.outputs, **sharing.outputs, **verdict.outputs}.items():
     pulumi.export(name, value)

@@ -1,9 +1,10 @@
 """Typed stack configuration: the only code that reads `pulumi.Config`.
 
-Every key lives under the `gpushare:` namespace. Nested objects are set in the stack file or with
-`pulumi config set --path gpushare:verify.sliceMiB 4000`. Defaults are the labs' values; each stack file
-states the ones that differ between stacks. Validation runs before any resource is registered and fails
-with one line that names the key and the fix (`ConfigError`).
+A stack's config is one platform choice: `gpushare:platform` picks a variant (gke, k3s-vm, existing-host,
+existing), and each variant carries exactly its own sections, one GPU description (`gpushare:gpu`), and the
+toolkit and sharing choices it allows, with the labs' defaults. Nested objects are set in the stack file or
+with `pulumi config set --path gpushare:verify.sliceMiB 4000`. Validation runs before any resource is
+registered and fails with one line that names the full key and the fix (`ConfigError`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import json
+import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AliasGenerator,
@@ -21,20 +23,23 @@ from pydantic import (
     Field,
     SecretStr,
     StrictStr,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
 )
 
 from components.gpus import GPU_MODELS, gpu_memory_mib
-from components.verify.sizing import default_slice_mib, overcommit_is_valid, overcommit_mib, remaining_mib
+from components.sizing import default_slice_mib, overcommit_is_valid, overcommit_mib, remaining_mib
 from components.versions import is_pinned, kubernetes_release
 
 NAMESPACE = "gpushare"
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 Platform = Literal["gke", "k3s-vm", "existing-host", "existing"]
-Toolkit = Literal["gke-managed", "host", "gpu-operator"]
-Sharing = Literal["kai", "hami"]
+PLATFORMS: tuple[Platform, ...] = ("gke", "k3s-vm", "existing-host", "existing")
+GkeSharing = Literal["kai"]
+"""Sharing systems on GKE; GKE's own choices join here."""
 
 
 class ConfigError(ValueError):
@@ -53,12 +58,20 @@ def _alias(field_name: str) -> str:
     return camel.replace("Mib", "MiB").replace("Gib", "GiB")
 
 
+def _key(*path: str | int) -> str:
+    parts = [str(p) for p in path]
+    return f"{NAMESPACE}:{'.'.join(parts)}" if parts else NAMESPACE
+
+
 class _Model(BaseModel):
+    """Frozen, camelCase keys, unknown keys refused, defaults validated, attribute docstrings kept."""
+
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
         alias_generator=AliasGenerator(validation_alias=_alias, serialization_alias=_alias),
         validate_default=True,
+        use_attribute_docstrings=True,
     )
 
 
@@ -66,6 +79,27 @@ def _require_pinned(version: str) -> str:
     if not is_pinned(version):
         raise ValueError(f"{version!r} is not a pinned chart version; give an exact one such as 2.9.0")
     return version
+
+
+# --- the cards -------------------------------------------------------------------------------------------
+
+
+class GpuConfig(_Model):
+    """The cards of the GPU nodes: one description per stack, whatever the platform."""
+
+    type: str = "nvidia-tesla-t4"
+    """The cards' accelerator type (GCE `acceleratorType`), or their model key in the GPU table."""
+    memory_mib: int | None = Field(None, gt=0)
+    """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
+    per_node: int = Field(1, ge=1)
+    """Cards on each GPU node."""
+
+
+class HostGpuConfig(GpuConfig):
+    """The card of a one-node k3s cluster (lab 7's RTX PRO 6000 Blackwell by default)."""
+
+    type: str = "nvidia-rtx-pro-6000"
+    """The card's accelerator type, or its model key in the GPU table."""
 
 
 # --- platforms -------------------------------------------------------------------------------------------
@@ -84,14 +118,8 @@ class GkeConfig(_Model):
     """Machine type of the GPU pool."""
     node_count: int = Field(3, ge=1)
     """Nodes in the GPU pool."""
-    gpu_type: str = "nvidia-tesla-t4"
-    """Accelerator type attached to each node."""
-    gpu_count: int = Field(1, ge=1)
-    """GPUs per node."""
     gpu_driver_version: Literal["DEFAULT", "LATEST"] = "DEFAULT"
     """GKE-managed driver version; the toolkit is GKE's, so the driver must be too."""
-    gpu_memory_mib: int | None = Field(None, gt=0)
-    """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
     spot: bool = False
     """Spot nodes for the GPU pool."""
     hourly_cost_usd: float = 1.35
@@ -104,11 +132,7 @@ class VmConfig(_Model):
     zone: str = "us-central1-b"
     """Zone of the VM."""
     machine_type: str = "g4-standard-48"
-    """Machine type; G2/G4/A2/A3 carry their GPU, N1 gets `gpuType` attached."""
-    gpu_type: str = "nvidia-rtx-pro-6000"
-    """The card's accelerator type."""
-    gpu_memory_mib: int | None = Field(None, gt=0)
-    """MiB nvidia-smi reports; unset takes it from the GPU table."""
+    """Machine type; G2/G4/A2/A3 carry their GPU, N1 gets `gpushare:gpu.type` attached."""
     spot: bool = True
     """Spot provisioning: cheaper, may be reclaimed at any time."""
     boot_disk_gib: int = Field(200, ge=50)
@@ -148,10 +172,6 @@ class HostConfig(_Model):
     """SSH port."""
     private_key: SecretStr
     """SSH private key (set it with `pulumi config set --secret`)."""
-    gpu_type: str = "nvidia-rtx-pro-6000"
-    """The card's model key in the GPU table."""
-    gpu_memory_mib: int | None = Field(None, gt=0)
-    """MiB nvidia-smi reports; unset takes it from the GPU table."""
 
 
 class K3sConfig(_Model):
@@ -188,12 +208,6 @@ class ClusterConfig(_Model):
     """The server version (`kubectl version | grep Server`)."""
     gpu_nodes: list[str] = Field(default_factory=lambda: ["node"])
     """GPU node names (`kubectl get nodes -l nvidia.com/gpu.present=true`)."""
-    gpu_type: str = "nvidia-tesla-t4"
-    """The cards' model key in the GPU table."""
-    gpu_memory_mib: int | None = Field(None, gt=0)
-    """MiB nvidia-smi reports; unset takes it from the GPU table."""
-    gpus_per_node: int = Field(1, ge=1)
-    """Cards on each GPU node."""
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -206,6 +220,12 @@ class ClusterConfig(_Model):
     def _nodes(cls, nodes: list[str]) -> list[str]:
         if not nodes:
             raise ValueError("name at least one GPU node")
+        for node in nodes:
+            if len(node) > 253 or not _DNS_SUBDOMAIN.match(node):
+                raise ValueError(f"{node!r} is not a node name; copy the NAME column of `kubectl get nodes`")
+        duplicates = sorted({n for n in nodes if nodes.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"{', '.join(duplicates)} listed twice")
         return nodes
 
     @model_validator(mode="after")
@@ -381,69 +401,30 @@ class VerifyConfig(_Model):
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-# --- the whole stack -------------------------------------------------------------------------------------
+# --- the stack: one variant per platform -----------------------------------------------------------------
 
 
-class StackConfig(_Model):
-    """A stack's whole config: where Kubernetes comes from, what makes GPUs shareable, and the proof."""
+class _Stack(_Model):
+    """What every variant has: the cards, an optional registry mirror, and the proof."""
 
-    platform: Platform
-    """Where Kubernetes comes from."""
-    toolkit: Toolkit
-    """Who provides the NVIDIA container toolkit."""
-    sharing: Sharing
-    """The GPU-sharing system."""
-    gke: GkeConfig | None = None
-    """Platform gke: the cluster and its GPU pool."""
-    vm: VmConfig | None = None
-    """Platform k3s-vm: the GCE GPU VM."""
-    host: HostConfig | None = None
-    """Platform existing-host: where the SSH bootstrap goes."""
-    k3s: K3sConfig | None = None
-    """Platforms k3s-vm and existing-host: k3s as the bootstrap installs it."""
-    cluster: ClusterConfig | None = None
-    """Platform existing: how to reach the cluster and which nodes carry GPUs."""
-    kai: KaiConfig | None = None
-    """Sharing kai: KAI Scheduler."""
-    isolator: IsolatorConfig | None = None
-    """Sharing kai: kai-resource-isolator."""
-    gke_cdi: GkeCdiConfig | None = None
-    """Sharing kai on gke: the GKE/COS/CDI workarounds."""
-    hami: HamiConfig | None = None
-    """Sharing hami: the HAMi release."""
-    gpu_operator: GpuOperatorConfig | None = None
-    """Toolkit gpu-operator: the GPU Operator release."""
+    gpu: GpuConfig = Field(default_factory=GpuConfig)
+    """The cards of the GPU nodes."""
     image_registry: str | None = None
     """A mirror that replaces every image registry of HAMi, the GPU Operator and the proof."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     """The proof and its verifier."""
 
-    # Which optional sections each choice needs; a section outside its choice is a mistake, not a no-op.
-    @model_validator(mode="before")
-    @classmethod
-    def _fill_sections(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        needed = _sections_for(data.get("platform"), data.get("toolkit"), data.get("sharing"))
-        for key in _OPTIONAL_SECTIONS:
-            alias = _SECTION_KEYS[key]
-            if key in needed and data.get(alias) is None and key not in _REQUIRED_SECTIONS:
-                data[alias] = {}
-        return data
+    CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {}
+    """choice field → its value → the sections only that value reads; set for another value, they are refused."""
 
     @property
     def gpu_type(self) -> str:
-        section = self.gke or self.vm or self.host or self.cluster
-        assert section is not None
-        return section.gpu_type
+        return self.gpu.type
 
     @property
     def card_mib(self) -> int:
         """Memory of one card as nvidia-smi reports it."""
-        section = self.gke or self.vm or self.host or self.cluster
-        assert section is not None
-        return gpu_memory_mib(section.gpu_type, section.gpu_memory_mib)
+        return gpu_memory_mib(self.gpu.type, self.gpu.memory_mib)
 
     @property
     def slice_mib(self) -> int:
@@ -453,108 +434,203 @@ class StackConfig(_Model):
     def overcommit_mib(self) -> int:
         return self.verify.overcommit_mib or overcommit_mib(self.card_mib, self.slice_mib)
 
+    def check(self) -> None:
+        """The checks that need more than one key; each raises ConfigError naming the key that must change."""
+        _check_choice_sections(self)
+        _check_gpu(self)
+        _check_slices(self)
+
+
+class GkeStack(_Stack):
+    """Platform gke: a GKE cluster on COS with one GPU pool, KAI Scheduler and HAMi-core (lab 12)."""
+
+    platform: Literal["gke"]
+    """Where Kubernetes comes from."""
+    toolkit: Literal["gke-managed"] = "gke-managed"
+    """Who provides the NVIDIA container toolkit: on GKE, GKE itself."""
+    sharing: GkeSharing = "kai"
+    """The GPU-sharing system."""
+    gke: GkeConfig = Field(default_factory=GkeConfig)
+    """The cluster and its GPU pool."""
+    kai: KaiConfig = Field(default_factory=KaiConfig)
+    """Sharing kai: KAI Scheduler."""
+    isolator: IsolatorConfig = Field(default_factory=IsolatorConfig)
+    """Sharing kai: kai-resource-isolator."""
+    gke_cdi: GkeCdiConfig = Field(default_factory=GkeCdiConfig)
+    """Sharing kai: the GKE/COS/CDI workarounds."""
+
+    CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
+        "sharing": {"kai": ("kai", "isolator", "gke_cdi")},
+    }
+
+    def check(self) -> None:
+        super().check()
+        if self.sharing == "kai" and self.verify.cores_percent is not None:
+            raise ConfigError(
+                _key("verify", "coresPercent"),
+                "KAI's gpu-memory request carries no compute share, so there is no compute limit to prove; remove "
+                "it (compute-limited is a HAMi check)",
+            )
+
+
+class K3sStack(_Stack):
+    """A one-node k3s cluster the bootstrap installs, the toolkit on the host, HAMi."""
+
+    toolkit: Literal["host"] = "host"
+    """Who provides the NVIDIA container toolkit: the bootstrap installs it on the host before k3s."""
+    sharing: Literal["hami"] = "hami"
+    """The GPU-sharing system."""
+    gpu: HostGpuConfig = Field(default_factory=HostGpuConfig)
+    """The card of the node."""
+    k3s: K3sConfig = Field(default_factory=K3sConfig)
+    """k3s as the bootstrap installs it."""
+    hami: HamiConfig = Field(default_factory=HamiConfig)
+    """The HAMi release."""
+
     @property
-    def kubernetes_version(self) -> str | None:
-        """The server version where config knows it (k3s, existing); GKE's comes from the cluster."""
-        if self.k3s is not None:
-            return self.k3s.version
-        if self.cluster is not None:
-            return self.cluster.kubernetes_version
-        return None
+    def server_version(self) -> str:
+        """The Kubernetes server version, known from config: the k3s release."""
+        return self.k3s.version
+
+    server_version_key: ClassVar[str] = "k3s.version"
+
+    def check(self) -> None:
+        super().check()
+        _check_hami(self, self.hami, cdi_enabled=False)
 
 
-_OPTIONAL_SECTIONS = ("gke", "vm", "host", "k3s", "cluster", "kai", "isolator", "gke_cdi", "hami", "gpu_operator")
-_REQUIRED_SECTIONS = ("host", "cluster")  # no usable defaults: the user must say where the host or cluster is
-_SECTION_KEYS = {name: _alias(name) for name in _OPTIONAL_SECTIONS}
+class K3sVmStack(K3sStack):
+    """Platform k3s-vm: a GCE GPU VM made a one-node k3s cluster (lab 7)."""
+
+    platform: Literal["k3s-vm"]
+    """Where Kubernetes comes from."""
+    vm: VmConfig = Field(default_factory=VmConfig)
+    """The GCE GPU VM."""
+
+    def check(self) -> None:
+        if self.gpu.per_node != 1:
+            raise ConfigError(_key("gpu", "perNode"), f"{self.gpu.per_node}: the VM gets one card; set it to 1")
+        super().check()
+        _check_network(self.vm)
 
 
-def _sections_for(platform: Any, toolkit: Any, sharing: Any) -> set[str]:
-    needed: set[str] = set()
-    needed |= {
-        "gke": {"gke"},
-        "k3s-vm": {"vm", "k3s"},
-        "existing-host": {"host", "k3s"},
-        "existing": {"cluster"},
-    }.get(platform, set())
-    if toolkit == "gpu-operator":
-        needed.add("gpu_operator")
-    if sharing == "kai":
-        needed |= {"kai", "isolator"}
-        if platform == "gke":
-            needed.add("gke_cdi")
-    if sharing == "hami":
-        needed.add("hami")
-    return needed
+class ExistingHostStack(K3sStack):
+    """Platform existing-host: a GPU host the user already has, made a one-node k3s cluster over SSH."""
+
+    platform: Literal["existing-host"]
+    """Where Kubernetes comes from."""
+    host: HostConfig
+    """Where the SSH bootstrap goes."""
 
 
-def _key(*path: str | int) -> str:
-    parts = [str(p) for p in path]
-    return f"{NAMESPACE}:{'.'.join(parts)}" if parts else NAMESPACE
+class ExistingStack(_Stack):
+    """Platform existing: a cluster the user already runs, reached through a kubeconfig."""
+
+    platform: Literal["existing"]
+    """Where Kubernetes comes from."""
+    toolkit: Literal["gpu-operator", "host"] = "gpu-operator"
+    """Who provides the NVIDIA container toolkit: the GPU Operator, or the nodes themselves (README's pre-check)."""
+    sharing: Literal["hami"] = "hami"
+    """The GPU-sharing system."""
+    cluster: ClusterConfig
+    """How to reach the cluster and which nodes carry GPUs."""
+    gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig)
+    """Toolkit gpu-operator: the GPU Operator release."""
+    hami: HamiConfig = Field(default_factory=HamiConfig)
+    """The HAMi release."""
+
+    CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
+        "toolkit": {"gpu-operator": ("gpu_operator",)},
+    }
+    server_version_key: ClassVar[str] = "cluster.kubernetesVersion"
+
+    @property
+    def server_version(self) -> str:
+        """The Kubernetes server version, known from config."""
+        return self.cluster.kubernetes_version
+
+    @property
+    def operator_cdi(self) -> bool:
+        """True under a GPU Operator with CDI on."""
+        return self.toolkit == "gpu-operator" and self.gpu_operator.cdi_enabled
+
+    def check(self) -> None:
+        super().check()
+        if self.toolkit == "gpu-operator" and self.gpu_operator.device_plugin_enabled:
+            raise ConfigError(
+                _key("gpuOperator", "devicePluginEnabled"),
+                "true beside HAMi: two device plugins would both advertise nvidia.com/gpu; set it to false",
+            )
+        _check_hami(self, self.hami, cdi_enabled=self.operator_cdi)
 
 
-def _check_combination(cfg: StackConfig) -> None:
-    """Refuse the combinations the labs show to break, naming the two keys that collided."""
-    for name in _REQUIRED_SECTIONS:
-        if name in _sections_for(cfg.platform, cfg.toolkit, cfg.sharing) and getattr(cfg, name) is None:
-            raise ConfigError(_key(_SECTION_KEYS[name]), f"required for platform {cfg.platform}; see README")
-    if cfg.platform == "gke" and cfg.toolkit != "gke-managed":
-        raise ConfigError(
-            _key("toolkit"),
-            f"{cfg.toolkit!r} on platform gke: GKE installs and manages the driver and toolkit itself, and a "
-            "GPU Operator over GKE-managed drivers breaks them; use toolkit: gke-managed",
-        )
-    if cfg.platform != "gke" and cfg.toolkit == "gke-managed":
-        raise ConfigError(_key("toolkit"), f"gke-managed is only for platform gke, not {cfg.platform}; use host")
-    if cfg.platform in ("k3s-vm", "existing-host") and cfg.toolkit != "host":
-        raise ConfigError(
-            _key("toolkit"),
-            "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before k3s; use toolkit: host",
-        )
-    if cfg.sharing == "hami" and cfg.platform == "gke":
-        raise ConfigError(
-            _key("sharing"),
-            "hami on platform gke: GKE's own device plugin always runs, and HAMi's device plugin cannot share "
-            "a card with another; use sharing: kai on gke",
-        )
-    if cfg.sharing == "kai" and cfg.platform != "gke":
-        raise ConfigError(
-            _key("sharing"),
-            f"kai is wired for platform gke only (its isolator settings are GKE/COS ones), not {cfg.platform}; "
-            "use sharing: hami",
-        )
-    if cfg.sharing == "kai" and cfg.verify.cores_percent is not None:
-        raise ConfigError(
-            _key("verify", "coresPercent"),
-            "KAI's gpu-memory request carries no compute share, so there is no compute limit to prove; remove it "
-            "(compute-limited is a HAMi check)",
-        )
-    if cfg.gpu_operator is not None and cfg.sharing == "hami" and cfg.gpu_operator.device_plugin_enabled:
-        raise ConfigError(
-            _key("gpuOperator", "devicePluginEnabled"),
-            "true beside HAMi: two device plugins would both advertise nvidia.com/gpu; set it to false",
-        )
+StackConfig = Annotated[GkeStack | K3sVmStack | ExistingHostStack | ExistingStack, Field(discriminator="platform")]
+"""A stack's whole config: one variant per platform."""
+VARIANTS: dict[str, type[_Stack]] = {
+    "gke": GkeStack,
+    "k3s-vm": K3sVmStack,
+    "existing-host": ExistingHostStack,
+    "existing": ExistingStack,
+}
+_ADAPTER: TypeAdapter[StackConfig] = TypeAdapter(StackConfig)
+
+MOVED_KEYS: dict[tuple[str, str], str] = {
+    **{(section, "gpuType"): "gpu.type" for section in ("gke", "vm", "host", "cluster")},
+    **{(section, "gpuMemoryMiB"): "gpu.memoryMiB" for section in ("gke", "vm", "host", "cluster")},
+    ("gke", "gpuCount"): "gpu.perNode",
+    ("cluster", "gpusPerNode"): "gpu.perNode",
+}
+"""Keys that moved into the one GPU description: old section and key → the new key."""
+
+_WRONG_CHOICE: dict[tuple[str, str, str], str] = {
+    ("gke", "toolkit", "gpu-operator"): "GKE installs and manages the driver and toolkit itself, and a GPU Operator "
+    "over GKE-managed drivers breaks them; remove the key (gke-managed is the only toolkit on gke)",
+    ("gke", "toolkit", "host"): "GKE installs and manages the driver and toolkit itself; remove the key "
+    "(gke-managed is the only toolkit on gke)",
+    ("gke", "sharing", "hami"): "GKE's own device plugin always runs, and HAMi's device plugin cannot share a card "
+    "with another; remove the key (kai is the sharing system on gke)",
+    ("k3s-vm", "toolkit", "*"): "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before k3s; "
+    "remove the key (host is the only toolkit here)",
+    ("existing-host", "toolkit", "*"): "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before "
+    "k3s; remove the key (host is the only toolkit here)",
+    ("existing", "toolkit", "gke-managed"): "gke-managed is only for platform gke; use gpu-operator or host",
+    ("k3s-vm", "sharing", "kai"): "kai is wired for platform gke only (its isolator settings are GKE/COS ones); "
+    "remove the key (hami is the sharing system here)",
+    ("existing-host", "sharing", "kai"): "kai is wired for platform gke only (its isolator settings are GKE/COS "
+    "ones); remove the key (hami is the sharing system here)",
+    ("existing", "sharing", "kai"): "kai is wired for platform gke only (its isolator settings are GKE/COS ones); "
+    "remove the key (hami is the sharing system here)",
+}
+"""Why a toolkit or sharing value is refused on a platform (`*`: any value but the one allowed)."""
 
 
-def unused_sections(cfg: StackConfig) -> list[str]:
-    """Sections set for another choice (say `gpuOperator` after `toolkit: host`): kept, but said aloud."""
-    needed = _sections_for(cfg.platform, cfg.toolkit, cfg.sharing)
-    return [
-        _key(_SECTION_KEYS[name])
-        for name in _OPTIONAL_SECTIONS
-        if getattr(cfg, name) is not None and name not in needed
-    ]
+# --- checks that need more than one key ------------------------------------------------------------------
 
 
-def _check_network(cfg: StackConfig) -> None:
-    if cfg.vm is None:
-        return
-    if not cfg.vm.allowed_source_ranges:
+def _check_choice_sections(cfg: _Stack) -> None:
+    """A section only another choice reads (say `gpuOperator` with `toolkit: host`) is a leftover: refused."""
+    for choice, sections_by_value in cfg.CHOICE_SECTIONS.items():
+        chosen = getattr(cfg, choice)
+        for value, sections in sections_by_value.items():
+            if value == chosen:
+                continue
+            for section in sections:
+                if section in cfg.model_fields_set:
+                    raise ConfigError(
+                        _key(_alias(section)),
+                        f"is read only with {choice} {value}, not {chosen}; remove it "
+                        f"(`pulumi config rm {_key(_alias(section))}`) or set {_key(choice)} to {value}",
+                    )
+
+
+def _check_network(vm: VmConfig) -> None:
+    if not vm.allowed_source_ranges:
         raise ConfigError(
             _key("vm", "allowedSourceRanges"),
             "required: the CIDRs allowed to reach SSH and the Kubernetes API, such as your IP as 203.0.113.7/32",
         )
-    world = [r for r in cfg.vm.allowed_source_ranges if ipaddress.ip_network(r, strict=False).prefixlen == 0]
-    if world and not cfg.vm.allow_world_open:
+    world = [r for r in vm.allowed_source_ranges if ipaddress.ip_network(r, strict=False).prefixlen == 0]
+    if world and not vm.allow_world_open:
         raise ConfigError(
             _key("vm", "allowedSourceRanges"),
             f"{world[0]} opens SSH and the Kubernetes API to the whole internet; give your own range, or set "
@@ -562,18 +638,16 @@ def _check_network(cfg: StackConfig) -> None:
         )
 
 
-def _check_gpu(cfg: StackConfig) -> None:
-    section_name = next(n for n in ("gke", "vm", "host", "cluster") if getattr(cfg, n) is not None)
-    section = getattr(cfg, section_name)
-    if section.gpu_memory_mib is None and section.gpu_type not in GPU_MODELS:
+def _check_gpu(cfg: _Stack) -> None:
+    if cfg.gpu.memory_mib is None and cfg.gpu.type not in GPU_MODELS:
         raise ConfigError(
-            _key(_SECTION_KEYS[section_name], "gpuMemoryMiB"),
-            f"GPU type {section.gpu_type!r} is not in the GPU table ({', '.join(sorted(GPU_MODELS))}); set "
-            "gpuMemoryMiB to what nvidia-smi reports",
+            _key("gpu", "memoryMiB"),
+            f"GPU type {cfg.gpu.type!r} is not in the GPU table ({', '.join(sorted(GPU_MODELS))}); set "
+            "gpushare:gpu.memoryMiB to what nvidia-smi reports",
         )
 
 
-def _check_slices(cfg: StackConfig) -> None:
+def _check_slices(cfg: _Stack) -> None:
     card, slice_mib = cfg.card_mib, cfg.slice_mib
     if slice_mib > card:
         raise ConfigError(
@@ -595,57 +669,110 @@ def _check_slices(cfg: StackConfig) -> None:
         )
 
 
-def _check_hami(cfg: StackConfig) -> None:
-    if cfg.hami is None or cfg.hami.scheduler_image_tag is None:
-        return
-    server = cfg.kubernetes_version
-    assert server is not None
-    wanted = kubernetes_release(server)
-    if cfg.hami.scheduler_image_tag != wanted:
-        source = "k3s.version" if cfg.k3s is not None else "cluster.kubernetesVersion"
-        raise ConfigError(
-            _key("hami", "schedulerImageTag"),
-            f"{cfg.hami.scheduler_image_tag!r} does not match the server version {server} ({source}); HAMi's "
-            f"kube-scheduler must run {wanted}: set it to {wanted} or leave it unset",
-        )
-
-
-def _check_hami_runtime_class(cfg: StackConfig) -> None:
-    if cfg.hami is None or cfg.hami.runtime_class_name is None:
-        return
-    cdi = cfg.gpu_operator is not None and cfg.gpu_operator.cdi_enabled
-    if cfg.hami.runtime_class_name == "nvidia" and cdi:
+def _check_hami(cfg: K3sStack | ExistingStack, hami: HamiConfig, *, cdi_enabled: bool) -> None:
+    if hami.scheduler_image_tag is not None:
+        wanted = kubernetes_release(cfg.server_version)
+        if hami.scheduler_image_tag != wanted:
+            raise ConfigError(
+                _key("hami", "schedulerImageTag"),
+                f"{hami.scheduler_image_tag!r} does not match the server version {cfg.server_version} "
+                f"({cfg.server_version_key}); HAMi's kube-scheduler must run {wanted}: set it to {wanted} or leave "
+                "it unset",
+            )
+    if hami.runtime_class_name == "nvidia" and cdi_enabled:
         raise ConfigError(
             _key("hami", "runtimeClassName"),
             "'nvidia' under a GPU Operator with CDI on makes HAMi's Pods fail with `unresolvable CDI devices`; "
             "use nvidia-legacy or leave it unset",
         )
-    if cfg.hami.runtime_class_name == "nvidia-legacy" and not cdi:
+    if hami.runtime_class_name == "nvidia-legacy" and not cdi_enabled:
         raise ConfigError(
             _key("hami", "runtimeClassName"),
             "nvidia-legacy exists only while the GPU Operator's CDI is on; leave it unset",
         )
 
 
-def _first_error(err: ValidationError) -> ConfigError:
+# --- reading ---------------------------------------------------------------------------------------------
+
+
+def _sections_of(variant: type[_Stack]) -> set[str]:
+    return {_alias(name) for name in variant.model_fields}
+
+
+def _owners(key: str) -> list[str]:
+    return [platform for platform, variant in VARIANTS.items() if key in _sections_of(variant)]
+
+
+def _check_shape(data: Mapping[str, Any]) -> type[_Stack]:
+    """Before pydantic: the platform, then no section of another platform, then no key that moved."""
+    platform = data.get("platform")
+    if platform is None:
+        raise ConfigError(_key("platform"), f"required: one of {', '.join(PLATFORMS)}")
+    if platform not in VARIANTS:
+        raise ConfigError(
+            _key("platform"),
+            f"{platform!r} is not allowed; expected 'gke', 'k3s-vm', 'existing-host' or 'existing'",
+        )
+    variant = VARIANTS[platform]
+    own = _sections_of(variant)
+    for key, value in data.items():
+        if key in own:
+            if isinstance(value, Mapping):
+                for inner in value:
+                    moved = MOVED_KEYS.get((key, str(inner)))
+                    if moved is not None:
+                        raise ConfigError(_key(key, inner), f"moved: set {_key(moved)} instead (one GPU description "
+                                                            "for every platform)")
+            continue
+        owners = _owners(key)
+        if owners:
+            raise ConfigError(
+                _key(key),
+                f"belongs to platform {' or '.join(owners)}, not {platform}; remove it "
+                f"(`pulumi config rm {_key(key)}`)",
+            )
+    for choice in ("toolkit", "sharing"):
+        value = data.get(choice)
+        allowed = _literal_values(variant, choice)
+        if value is not None and value not in allowed:
+            reason = _WRONG_CHOICE.get((platform, choice, str(value))) or _WRONG_CHOICE.get((platform, choice, "*"))
+            if reason is None:
+                reason = f"expected {' or '.join(repr(v) for v in allowed)} on platform {platform}"
+            raise ConfigError(_key(choice), f"{value!r} on platform {platform}: {reason}")
+    return variant
+
+
+def _literal_values(variant: type[_Stack], field_name: str) -> tuple[Any, ...]:
+    return tuple(getattr(variant.model_fields[field_name].annotation, "__args__", ()))
+
+
+def _first_error(err: ValidationError, variant: type[_Stack]) -> ConfigError:
     """One line from pydantic's errors: the full key, and for an unknown key the nearest known one."""
     e = err.errors()[0]
     loc = [str(p) for p in e["loc"]]
+    if loc and loc[0] in VARIANTS:  # the discriminated union puts the platform first
+        loc = loc[1:]
     if e["type"] == "extra_forbidden":
-        parent_fields = _fields_at(loc[:-1])
+        parent_fields = _fields_at(variant, loc[:-1])
         close = difflib.get_close_matches(loc[-1], parent_fields, n=1)
         hint = f"did you mean {close[0]}?" if close else f"known keys: {', '.join(sorted(parent_fields))}"
         return ConfigError(_key(*loc), f"unknown key; {hint}")
     if e["type"] == "missing":
-        return ConfigError(_key(*loc), "required; set it in the stack file or with `pulumi config set`")
+        doc = variant.model_fields[loc[0]].description if len(loc) == 1 and loc[0] in variant.model_fields else None
+        return ConfigError(_key(*loc), f"required for platform {_platform_of(variant)}"
+                                       f"{': ' + doc if doc else ''}; set it in the stack file (see README)")
     message = e["msg"].removeprefix("Value error, ")
     if e["type"] == "literal_error":
         message = f"{e['input']!r} is not allowed; {message[0].lower()}{message[1:]}"
     return ConfigError(_key(*loc), message)
 
 
-def _fields_at(loc: list[str]) -> list[str]:
-    model: type[BaseModel] | None = StackConfig
+def _platform_of(variant: type[_Stack]) -> str:
+    return next(p for p, v in VARIANTS.items() if v is variant)
+
+
+def _fields_at(variant: type[BaseModel], loc: list[str]) -> list[str]:
+    model: type[BaseModel] | None = variant
     for part in loc:
         if model is None:
             return []
@@ -677,16 +804,12 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
             except json.JSONDecodeError:
                 pass
         data[key] = value
+    variant = _check_shape(data)
     try:
-        cfg = StackConfig.model_validate(data)
+        cfg = _ADAPTER.validate_python(data)
     except ValidationError as err:
-        raise _first_error(err) from None
-    _check_combination(cfg)
-    _check_network(cfg)
-    _check_gpu(cfg)
-    _check_slices(cfg)
-    _check_hami(cfg)
-    _check_hami_runtime_class(cfg)
+        raise _first_error(err, variant) from None
+    cfg.check()
     return cfg
 
 
@@ -695,11 +818,5 @@ def load() -> StackConfig:
     from pulumi.runtime import config as runtime_config  # here, so the models import without the runtime
 
     keys = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
-    import pulumi
-
     raw = {k: runtime_config.get_config(k) for k in keys if k.startswith(f"{NAMESPACE}:")}
-    cfg = parse(raw)
-    for key in unused_sections(cfg):
-        pulumi.log.warn(f"{key} is set but unused with platform {cfg.platform}, toolkit {cfg.toolkit}, "
-                        f"sharing {cfg.sharing}")
-    return cfg
+    return parse(raw)

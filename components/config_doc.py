@@ -6,9 +6,6 @@
 
 from __future__ import annotations
 
-import ast
-import inspect
-import itertools
 import json
 import sys
 from pathlib import Path
@@ -21,18 +18,17 @@ from components import config
 
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
+FIRST = ("platform", "toolkit", "sharing")
+ORDER = ("toolkit", "sharing", "gke", "vm", "host", "k3s", "cluster", "gpu", "kai", "isolator", "gkeCdi", "hami",
+         "gpuOperator", "imageRegistry", "verify")
+"""The choices lead; then the platforms' own sections, the cards, the GPU software, the mirror and the proof."""
+PLATFORM_ROW = ("`gpushare:platform`", "all", "required", "Where Kubernetes comes from: {}; it decides which other "
+                "keys exist.")
 
 
 def field_docs(model: type[BaseModel]) -> dict[str, str]:
-    """Attribute docstrings (the string right after a field), which pydantic does not keep by default."""
-    tree = ast.parse(inspect.getsource(model))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, after in itertools.pairwise(body):
-        documented = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and documented:
-            docs[node.target.id] = " ".join(str(after.value.value).split())
-    return docs
+    """Each field's attribute docstring, as pydantic keeps it (`use_attribute_docstrings`), on one line."""
+    return {name: " ".join(f.description.split()) for name, f in model.model_fields.items() if f.description}
 
 
 def _default(field: Any) -> str:
@@ -51,22 +47,48 @@ def _default(field: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def _rows(model: type[BaseModel], prefix: str) -> list[str]:
+def _ordered(model: type[BaseModel]) -> list[str]:
+    names = list(model.model_fields)
+    return [n for n in FIRST if n in names] + [n for n in names if n not in FIRST]
+
+
+def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str]]:
     docs = field_docs(model)
-    rows = []
-    for name, field in model.model_fields.items():
+    rows: list[tuple[str, str, str]] = []
+    for name in _ordered(model):
+        field = model.model_fields[name]
+        if name == "platform":
+            continue
         key = f"{prefix}{config._alias(name)}"
         section = config._model_of(field.annotation)
         if section is not None:
             rows.extend(_rows(section, f"{key}."))
             continue
-        rows.append(f"| `{key}` | {_default(field)} | {docs.get(name, '')} |")
+        default = _default(field)
+        choices = getattr(field.annotation, "__args__", ()) if name in FIRST else ()
+        if len(choices) > 1:
+            default = f"{default} (or {' or '.join(f'`{v}`' for v in choices if f'`{v}`' != default)})"
+        rows.append((key, default, docs.get(name, "")))
     return rows
 
 
 def reference_markdown() -> str:
-    lines = [BEGIN, "| key | default | meaning |", "|---|---|---|"]
-    lines += _rows(config.StackConfig, f"{config.NAMESPACE}:")
+    """One row per key and default, with the platforms that read it."""
+    platforms: dict[tuple[str, str, str], list[str]] = {}
+    for platform, variant in config.VARIANTS.items():
+        for row in _rows(variant, f"{config.NAMESPACE}:"):
+            platforms.setdefault(row, []).append(platform)
+    lines = [BEGIN, "| key | platforms | default | meaning |", "|---|---|---|---|"]
+    key, where, default, meaning = PLATFORM_ROW
+    lines.append(f"| {key} | {where} | {default} | {meaning.format(', '.join(config.PLATFORMS))} |")
+    everywhere = len(config.VARIANTS)
+
+    def place(row: tuple[str, str, str]) -> int:
+        return ORDER.index(row[0].removeprefix(f"{config.NAMESPACE}:").split(".")[0])
+
+    for (key, default, meaning), where in sorted(platforms.items(), key=lambda item: place(item[0])):
+        shown = "all" if len(where) == everywhere else ", ".join(where)
+        lines.append(f"| `{key}` | {shown} | {default} | {meaning} |")
     lines.append(END)
     return "\n".join(lines)
 

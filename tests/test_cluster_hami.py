@@ -11,7 +11,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 MIRROR = "harbor.example.com/mirror"
 VARIANTS = [
     (),
-    ("gpushare:toolkit=host",),
+    ("gpushare:toolkit=host", "gpushare:gpuOperator=null"),
     ("gpushare:gpuOperator.cdiEnabled=false",),
     (f"gpushare:imageRegistry={MIRROR}",),
 ]
@@ -39,7 +39,8 @@ def test_cluster_hami_runtime_class_is_nvidia_legacy_under_cdi_gpu_operator(plan
 
 
 def test_cluster_hami_runtime_class_unset_with_toolkit_host(plan_stack) -> None:
-    assert "runtimeClassName" not in _device_plugin(plan_stack("cluster", "gpushare:toolkit=host"))
+    plan = plan_stack("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null")
+    assert "runtimeClassName" not in _device_plugin(plan)
 
 
 def test_cluster_hami_runtime_class_unset_when_operator_cdi_is_off(plan_stack) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
+from components.compose.kubeconfig import check_kubeconfig, read_kubeconfig
 from components.config import ConfigError
 from components.mocks import MOCK_KUBECONFIG, GpushareMocks
-from components.platform.existing import check_gpu_nodes, check_kubeconfig, read_kubeconfig
 
 PROVIDER = "pulumi:providers:kubernetes"
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
@@ -90,15 +90,15 @@ def test_cluster_relative_kubeconfig_path_is_read_from_the_project(tmp_path: Pat
 
 
 @pytest.mark.parametrize("bad", ["Node-1", "gpu_node", "-node", "node-", ""])
-def test_cluster_gpu_node_that_is_not_a_node_name_is_refused(bad: str) -> None:
+def test_cluster_gpu_node_that_is_not_a_node_name_is_refused(bad: str, fresh_plan) -> None:
     with pytest.raises(ConfigError) as err:
-        check_gpu_nodes([bad])
-    assert err.value.key == "gpushare:cluster.gpuNodes"
+        fresh_plan("cluster", ["gpushare:cluster.gpuNodes=" + json.dumps([bad])])
+    assert err.value.key.startswith("gpushare:cluster.gpuNodes")
 
 
-def test_cluster_gpu_node_listed_twice_is_refused() -> None:
+def test_cluster_gpu_node_listed_twice_is_refused(fresh_plan) -> None:
     with pytest.raises(ConfigError) as err:
-        check_gpu_nodes(["node", "gpu-1.example.com", "node"])
+        fresh_plan("cluster", ['gpushare:cluster.gpuNodes=["node", "gpu-1.example.com", "node"]'])
     assert "node listed twice" in err.value.problem
 
 
@@ -134,5 +134,5 @@ def test_cluster_operator_waits_for_the_node_labels(plan_stack) -> None:
 
 
 def test_cluster_node_patches_stay_with_toolkit_host(plan_stack) -> None:
-    plan = plan_stack("cluster", "gpushare:toolkit=host")
+    plan = plan_stack("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null")
     assert [p["inputs"]["metadata"]["name"] for p in plan.find(NODE_PATCH)] == ["node"]

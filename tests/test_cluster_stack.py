@@ -6,7 +6,11 @@ import pytest
 
 from tests.helpers.k8s_schema import is_custom_kind, objects_in, validate
 
-VARIANTS = [(), ("gpushare:toolkit=host",), ("gpushare:imageRegistry=harbor.example.com/mirror",)]
+VARIANTS = [
+    (),
+    ("gpushare:toolkit=host", "gpushare:gpuOperator=null"),
+    ("gpushare:imageRegistry=harbor.example.com/mirror",),
+]
 
 
 @pytest.mark.parametrize("overrides", VARIANTS, ids=["gpu-operator", "toolkit-host", "mirror"])

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from components.config import ConfigError, parse, unused_sections
+from components.config import ConfigError, ExistingStack, GkeStack, K3sVmStack, parse
 from components.plan import _as_pulumi_config, read_stack_config
 
 
@@ -22,11 +23,7 @@ def refusal(stack: str, *overrides: str) -> ConfigError:
     return caught.value
 
 
-GKE_MINIMAL: dict[str, Any] = {
-    "gpushare:platform": "gke",
-    "gpushare:toolkit": "gke-managed",
-    "gpushare:sharing": "kai",
-}
+GKE_MINIMAL: dict[str, Any] = {"gpushare:platform": "gke"}
 
 
 # --- the labs' values ----------------------------------------------------------------------------------
@@ -34,9 +31,9 @@ GKE_MINIMAL: dict[str, Any] = {
 
 def test_gke_stack_defaults_are_lab12s_values() -> None:
     cfg = parse(GKE_MINIMAL)
-    assert cfg.gke is not None and cfg.kai is not None and cfg.isolator is not None and cfg.gke_cdi is not None
+    assert isinstance(cfg, GkeStack) and (cfg.toolkit, cfg.sharing) == ("gke-managed", "kai")
     assert (cfg.gke.zone, cfg.gke.machine_type, cfg.gke.node_count) == ("asia-northeast1-a", "n1-standard-2", 3)
-    assert (cfg.gke.gpu_type, cfg.gke.gpu_driver_version) == ("nvidia-tesla-t4", "DEFAULT")
+    assert (cfg.gpu.type, cfg.gpu.per_node, cfg.gke.gpu_driver_version) == ("nvidia-tesla-t4", 1, "DEFAULT")
     assert cfg.card_mib == 15360  # what nvidia-smi reports on a T4, not 16 GiB
     assert cfg.kai.version == "v0.17.0" and cfg.kai.cdi_enabled == "true"
     assert cfg.isolator.container_vgpu_mount == "/home/kubernetes/bin/nvidia/vgpu"
@@ -45,15 +42,16 @@ def test_gke_stack_defaults_are_lab12s_values() -> None:
 
 def test_k3s_stack_sizes_the_slice_from_the_96_gb_card() -> None:
     cfg = parse(stack_raw("k3s"))
+    assert isinstance(cfg, K3sVmStack) and (cfg.toolkit, cfg.sharing) == ("host", "hami")
     assert cfg.card_mib == 97887
     assert cfg.slice_mib == 8000
     assert cfg.overcommit_mib == 90000
-    assert cfg.hami is not None and cfg.hami.version == "2.9.0" and cfg.hami.namespace == "kube-system"
+    assert cfg.hami.version == "2.9.0" and cfg.hami.namespace == "kube-system"
 
 
 def test_cluster_stack_is_the_articles_combination() -> None:
     cfg = parse(stack_raw("cluster"))
-    assert cfg.gpu_operator is not None and cfg.hami is not None
+    assert isinstance(cfg, ExistingStack) and (cfg.toolkit, cfg.sharing) == ("gpu-operator", "hami")
     assert (cfg.gpu_operator.driver_enabled, cfg.gpu_operator.device_plugin_enabled) == (False, False)
     assert cfg.hami.version == "2.10.0"
     assert (cfg.slice_mib, cfg.verify.cores_percent) == (4000, 30)
@@ -63,7 +61,8 @@ def test_every_model_and_field_has_a_docstring() -> None:
     from components import config as module
     from components.config_doc import field_docs
 
-    models = [getattr(module, n) for n in dir(module) if n.endswith("Config") and n != "ConfigError"]
+    models = [m for m in vars(module).values() if isinstance(m, type) and issubclass(m, BaseModel)]
+    models = [m for m in models if m.__module__ == module.__name__]
     for model in models:
         assert model.__doc__, f"{model.__name__} has no docstring"
         undocumented = set(model.model_fields) - set(field_docs(model))
@@ -184,9 +183,9 @@ def test_malformed_cidr_is_refused() -> None:
 
 
 def test_unknown_gpu_type_without_memory_is_refused_and_with_memory_accepted() -> None:
-    err = refusal("gke", "gpushare:gke.gpuType=nvidia-tesla-p100")
-    assert err.key == "gpushare:gke.gpuMemoryMiB"
-    cfg = parse(stack_raw("gke", "gpushare:gke.gpuType=nvidia-tesla-p100", "gpushare:gke.gpuMemoryMiB=16384"))
+    err = refusal("gke", "gpushare:gpu.type=nvidia-tesla-p100")
+    assert err.key == "gpushare:gpu.memoryMiB"
+    cfg = parse(stack_raw("gke", "gpushare:gpu.type=nvidia-tesla-p100", "gpushare:gpu.memoryMiB=16384"))
     assert cfg.card_mib == 16384
 
 
@@ -199,8 +198,16 @@ def test_k3s_with_a_gpu_operator_is_refused() -> None:
 
 
 def test_existing_host_without_a_host_section_is_refused() -> None:
-    err = refusal("k3s", "gpushare:platform=existing-host")
+    err = refusal("k3s", "gpushare:platform=existing-host", "gpushare:vm=null")
     assert err.key == "gpushare:host"
+    assert "required for platform existing-host" in str(err)
+
+
+def test_the_vm_section_left_on_an_existing_host_is_refused() -> None:
+    err = refusal("k3s", "gpushare:platform=existing-host", "gpushare:host.address=192.0.2.50",
+                  "gpushare:host.privateKey=key")
+    assert err.key == "gpushare:vm"
+    assert "belongs to platform k3s-vm, not existing-host" in str(err)
 
 
 def test_existing_cluster_needs_exactly_one_kubeconfig_source() -> None:
@@ -220,9 +227,40 @@ def test_bad_enum_names_the_allowed_values() -> None:
     assert "'gke', 'k3s-vm', 'existing-host' or 'existing'" in str(err)
 
 
-def test_a_section_for_another_choice_is_reported_not_refused() -> None:
-    cfg = parse(stack_raw("cluster", "gpushare:toolkit=host"))
-    assert unused_sections(cfg) == ["gpushare:gpuOperator"]
+def test_a_section_for_another_toolkit_is_refused_with_what_to_remove() -> None:
+    err = refusal("cluster", "gpushare:toolkit=host")
+    assert err.key == "gpushare:gpuOperator"
+    assert "pulumi config rm gpushare:gpuOperator" in str(err)
+
+
+def test_toolkit_host_on_an_existing_cluster_plans_without_the_operator_section() -> None:
+    cfg = parse(stack_raw("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null"))
+    assert isinstance(cfg, ExistingStack) and cfg.toolkit == "host" and not cfg.operator_cdi
+
+
+def test_a_section_of_another_platform_is_refused_not_used() -> None:
+    err = refusal("k3s", "gpushare:gke.zone=us-central1-a")
+    assert err.key == "gpushare:gke"
+    assert "belongs to platform gke, not k3s-vm" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("stack", "old", "new"),
+    [("gke", "gpushare:gke.gpuType=nvidia-l4", "gpushare:gpu.type"),
+     ("gke", "gpushare:gke.gpuCount=2", "gpushare:gpu.perNode"),
+     ("k3s", "gpushare:vm.gpuMemoryMiB=4000", "gpushare:gpu.memoryMiB"),
+     ("cluster", "gpushare:cluster.gpusPerNode=2", "gpushare:gpu.perNode")],
+)
+def test_a_gpu_key_that_moved_is_refused_with_its_new_name(stack: str, old: str, new: str) -> None:
+    err = refusal(stack, old)
+    assert err.key == old.split("=")[0]
+    assert f"set {new} instead" in str(err)
+
+
+def test_the_proof_sizes_itself_from_its_own_platforms_card_only() -> None:
+    err = refusal("k3s", "gpushare:gke.gpuType=nvidia-tesla-t4")
+    assert err.key == "gpushare:gke"
+    assert parse(stack_raw("k3s")).card_mib == 97887
 
 
 def test_secret_values_never_appear_in_an_error() -> None:

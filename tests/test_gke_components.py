@@ -28,14 +28,12 @@ QUEUE = "kubernetes:scheduling.run.ai/v2:Queue"
 PARTS_PROGRAM = '''
 import dataclasses
 import pulumi
-from components import config
-from components.gpu import kai_sharing, operator
-from components.platform import gke
+from components import compose, config
 
 cfg = config.load()
-cluster = gke.from_config(cfg)
-toolkit = operator.from_config(cfg, cluster)
-sharing = kai_sharing.from_config(cfg, cluster, toolkit)
+cluster = compose.platform(cfg)
+toolkit = compose.toolkit(cfg, cluster)
+sharing = compose.sharing(cfg, cluster, toolkit)
 for name, value in {**cluster.outputs, **sharing.outputs}.items():
     pulumi.export(name, value)
 pulumi.export("readyUrns", [r.urn for r in sharing.ready])
@@ -115,7 +113,7 @@ def test_gpu_pool_labels_carry_what_kai_reads() -> None:
 
 
 def test_gpu_memory_label_follows_the_override() -> None:
-    plan = parts("gpushare:gke.gpuMemoryMiB=15000")
+    plan = parts("gpushare:gpu.memoryMiB=15000")
     labels = inputs(plan, "gcp:container/nodePool:NodePool", "gke-gpu-pool")["nodeConfig"]["labels"]
     assert labels["nvidia.com/gpu.memory"] == "15000"
 

@@ -11,7 +11,7 @@ import pytest
 from components.config import parse
 from components.gpu import hami
 from components.plan import ROOT, _as_pulumi_config, read_stack_config, run
-from components.verify.sizing import remaining_mib
+from components.sizing import remaining_mib
 from components.versions import kubernetes_release
 from tests.helpers import k8s_schema
 from tests.helpers.helm_values import leaf_paths, load_reference, missing_paths
@@ -20,22 +20,20 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 VERSIONS = sorted(hami.CHART_KEYS)
 MIRROR = "registry.example.internal:5000"
 CARDS = {  # a 24, a 48 and a 96 GB card: a VM's machine type carries the first and last; the A6000 is a host's
-    "24GB": ("gpushare:vm.gpuType=nvidia-l4", "gpushare:vm.machineType=g2-standard-8"),
+    "24GB": ("gpushare:gpu.type=nvidia-l4", "gpushare:vm.machineType=g2-standard-8"),
     "48GB": ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
-             "gpushare:host.privateKey=key", "gpushare:host.gpuType=nvidia-rtx-a6000"),
-    "96GB": ("gpushare:vm.gpuType=nvidia-rtx-pro-6000", "gpushare:vm.machineType=g4-standard-48"),
+             "gpushare:host.privateKey=key", "gpushare:gpu.type=nvidia-rtx-a6000"),
+    "96GB": ("gpushare:gpu.type=nvidia-rtx-pro-6000", "gpushare:vm.machineType=g4-standard-48"),
 }
 
 # A program that plans only the platform and HAMi, and exports HAMi's proof contract as plain data.
 _PROOF_PROGRAM = """
 import dataclasses
 import pulumi
-from components import config
-from components.gpu import hami, operator
-from components.platform import k3s_vm
+from components import compose, config
 cfg = config.load()
-cluster = k3s_vm.from_config(cfg)
-sharing = hami.from_config(cfg, cluster, operator.from_config(cfg, cluster))
+cluster = compose.platform(cfg)
+sharing = compose.sharing(cfg, cluster, compose.toolkit(cfg, cluster))
 pulumi.export("proof", dataclasses.asdict(sharing.proof))
 pulumi.export("outputs", dict(sharing.outputs))
 """

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from components.contracts.proof import CHECK_IDS
 from components.verify import judge
-from components.verify.spec import CHECK_IDS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

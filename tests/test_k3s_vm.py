@@ -26,7 +26,7 @@ EXISTING_HOST = (
 )
 N1_T4 = (
     "gpushare:vm.machineType=n1-standard-8",
-    "gpushare:vm.gpuType=nvidia-tesla-t4",
+    "gpushare:gpu.type=nvidia-tesla-t4",
     "gpushare:verify.sliceMiB=null",
 )
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from components.compose.toolkit import toolkit
 from components.config import GpuOperatorConfig, parse
 from components.gpu.operator import (
     IMAGE_REPOSITORIES,
     NFD_IMAGE_PATH,
     GpuOperatorArgs,
-    from_config,
     operator_values,
 )
 from components.images import mirrored
@@ -139,7 +139,7 @@ def test_operator_toolkit_facts_carry_cdi_and_the_release_for_hami(plan_stack) -
 
 
 def test_operator_absent_with_toolkit_host(plan_stack) -> None:
-    plan = plan_stack("cluster", "gpushare:toolkit=host")
+    plan = plan_stack("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null")
     assert plan.find(RELEASE, "gpu-operator-release") == []
     assert plan.find("gpushare:gpu:GpuOperator") == []
     assert plan.find("kubernetes:core/v1:Namespace", "gpu-operator-namespace") == []
@@ -151,6 +151,6 @@ def test_operator_absent_with_toolkit_host(plan_stack) -> None:
 def test_operator_installs_nothing_where_the_toolkit_is_already_there(stack: str, said: str) -> None:
     config, _ = read_stack_config(stack, [])
     cfg = parse(_as_pulumi_config(config))
-    facts = from_config(cfg, cluster=None)  # type: ignore[arg-type]  # registers nothing, reads no cluster
+    facts = toolkit(cfg, cluster=None)  # type: ignore[arg-type]  # registers nothing, reads no cluster
     assert (facts.cdi_enabled, list(facts.ready)) == (False, [])
     assert facts.outputs == {"installed": said}

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from components.compose.proof import expectations
+from components.images import mirrored
 from components.plan import Plan
 from components.verify import workloads
-from components.verify.proof import expectations, mirrored
 from tests.helpers import k8s_schema
 from tests.helpers.proof_program import HAMI_CLUSTER, HAMI_K3S, KAI_GKE, plan_proof
 

@@ -97,4 +97,5 @@ def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) 
 
 
 def test_no_gate_without_a_gpu_operator(plan_stack) -> None:
-    assert not plan_stack("cluster", "gpushare:toolkit=host").find("gpushare:gpu:ReadyGate")
+    plan = plan_stack("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null")
+    assert not plan.find("gpushare:gpu:ReadyGate")

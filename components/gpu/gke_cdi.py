@@ -13,7 +13,6 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig
 from components.gpu.chart import ChartRelease, install_chart
 from components.gpu.kai import GPU_MEMORY_ANNOTATION
 
@@ -193,22 +192,3 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
 
 # KAI v0.17.0's `global.resourceReservation.namespace` default, which kai.py leaves unchanged.
 KAI_RESERVATION_NAMESPACE = "kai-resource-reservation"
-
-
-def args_from_config(cfg: StackConfig, ready: Sequence[pulumi.Resource]) -> GkeCdiWorkaroundsArgs:
-    """StackConfig → GkeCdiWorkaroundsArgs."""
-    w = cfg.gke_cdi
-    assert w is not None and cfg.gke is not None
-    return GkeCdiWorkaroundsArgs(
-        nvidia_runtime_class=w.nvidia_runtime_class,
-        runtime_class_handler=w.runtime_class_handler,
-        kyverno=w.kyverno,
-        kyverno_version=w.kyverno_version,
-        kyverno_namespace=w.kyverno_namespace,
-        inject_nvml_library_path=w.inject_nvml_library_path,
-        inject_gpu_devices=w.inject_gpu_devices,
-        nvidia_install_dir=w.nvidia_install_dir,
-        reservation_namespace=KAI_RESERVATION_NAMESPACE,
-        gpus_per_node=cfg.gke.gpu_count,
-        ready=tuple(ready),
-    )

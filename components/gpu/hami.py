@@ -13,12 +13,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig
+from components.contracts.proof import CheckId, SharingProof, SliceRequest
 from components.gpu.chart import ChartRelease, install_chart
-from components.gpu.sharing import SharingSetup, ToolkitFacts
-from components.platform.facts import ClusterFacts
-from components.verify.spec import CheckId, SharingProof, SliceRequest
-from components.versions import kubernetes_release
 
 CHART = "hami"
 REPO = "https://project-hami.github.io/HAMi"
@@ -187,32 +183,4 @@ def hami_proof(
         },
         allocation_annotation=ALLOCATED_ANNOTATION,
         checks=tuple(checks),
-    )
-
-
-def from_config(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
-    """HAMi at `hami.version`, its scheduler tag from the server version, and its proof contract."""
-    assert cfg.hami is not None
-    hami = cfg.hami
-    server = cluster.kubernetes_version
-    # Config refuses HAMi on GKE, the one platform whose version is known only once the cluster exists.
-    assert isinstance(server, str), "HAMi needs a server version known from config (k3s or an existing cluster)"
-    args = HamiArgs(
-        version=hami.version,
-        namespace=hami.namespace,
-        scheduler_image_tag=hami.scheduler_image_tag or kubernetes_release(server),
-        device_split_count=hami.device_split_count,
-        node_label=dict(hami.node_label),
-        runtime_class_name=runtime_class_for(toolkit.cdi_enabled, hami.runtime_class_name),
-        image_registry=cfg.image_registry,
-        timeout_seconds=hami.wait_timeout_seconds,
-        ready=[*cluster.ready, *toolkit.ready],
-    )
-    component = Hami("hami", args, pulumi.ResourceOptions(providers=[cluster.provider]))
-    proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
-                       hami.device_split_count, cluster.gpu.per_node)
-    return SharingSetup(
-        proof=proof,
-        ready=[component.release],
-        outputs={"hamiVersion": hami.version, "schedulerImageTag": args.scheduler_image_tag},
     )

@@ -9,9 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig
+from components.contracts.proof import MonitorTarget
 from components.gpu.chart import ChartRelease, install_chart
-from components.verify.spec import MonitorTarget
 
 CHART = "oci://docker.io/projecthami/kai-resource-isolator"
 RELEASE_NAME = "kai-resource-isolator"
@@ -76,18 +75,3 @@ class ResourceIsolator(pulumi.ComponentResource):
                 "monitorPort": MONITOR_PORT if self.monitor else None,
             }
         )
-
-
-def args_from_config(cfg: StackConfig, ready: Sequence[pulumi.Resource]) -> ResourceIsolatorArgs:
-    """StackConfig → ResourceIsolatorArgs."""
-    iso = cfg.isolator
-    assert iso is not None
-    return ResourceIsolatorArgs(
-        version=iso.version,
-        namespace=iso.namespace,
-        container_vgpu_mount=iso.container_vgpu_mount,
-        library_sync_priority_class=iso.library_sync_priority_class,
-        monitor_priority_class=iso.monitor_priority_class,
-        monitor_enabled=iso.monitor_enabled,
-        ready=tuple(ready),
-    )

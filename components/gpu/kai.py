@@ -11,10 +11,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig
 from components.gpu.chart import ChartRelease, install_chart
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
-from components.images import mirrored
 
 CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 RELEASE_NAME = "kai-scheduler"
@@ -144,19 +142,3 @@ class KaiScheduler(pulumi.ComponentResource):
                 "queuesOwnedByStack": args.delete_kept_queues,
             }
         )
-
-
-def args_from_config(cfg: StackConfig, ready: Sequence[pulumi.Resource]) -> KaiSchedulerArgs:
-    """StackConfig → KaiSchedulerArgs."""
-    kai = cfg.kai
-    assert kai is not None
-    return KaiSchedulerArgs(
-        version=kai.version,
-        namespace=kai.namespace,
-        cdi_enabled=kai.cdi_enabled,
-        queue=kai.queue,
-        parent_queue=kai.parent_queue,
-        delete_kept_queues=kai.delete_kept_queues,
-        ready=tuple(ready),
-        gate_image=mirrored(cfg.verify.probe_image, cfg.image_registry),
-    )

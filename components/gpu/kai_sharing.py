@@ -1,17 +1,11 @@
-"""KAI sharing on GKE: KAI Scheduler, kai-resource-isolator and the GKE/CDI workarounds, and the proof they owe."""
+"""What KAI Scheduler + HAMi-core on GKE owe the proof: how a proof Pod asks for a slice, and what must follow."""
 
 from __future__ import annotations
 
-import pulumi
-
-from components.config import StackConfig
-from components.gpu import gke_cdi, isolator, kai
-from components.gpu.gke_cdi import CONTAINER_BIN_PATH, CONTAINER_LIBRARY_PATH, GkeCdiWorkarounds
-from components.gpu.isolator import PRELOAD_LIBRARY, ResourceIsolator
-from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME, KaiScheduler, kai_visible_mib
-from components.gpu.sharing import SharingSetup, ToolkitFacts
-from components.platform.facts import ClusterFacts
-from components.verify.spec import CHECK_IDS, CheckId, MonitorTarget, SharingProof, SliceRequest
+from components.contracts.proof import CHECK_IDS, CheckId, MonitorTarget, SharingProof, SliceRequest
+from components.gpu.gke_cdi import CONTAINER_BIN_PATH, CONTAINER_LIBRARY_PATH
+from components.gpu.isolator import PRELOAD_LIBRARY
+from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME, kai_visible_mib
 
 MIB = 2**20
 # The monitor-bound checks need the monitor; over-commit is not KAI's per-card accounting to prove here.
@@ -61,23 +55,4 @@ def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: MonitorTarget 
         allocation_annotation=None,
         checks=checks,
         notes=NOTES,
-    )
-
-
-def from_config(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
-    """StackConfig → the workarounds, KAI and the isolator on the cluster's provider, and the KAI proof."""
-    assert cfg.kai is not None
-    opts = pulumi.ResourceOptions(providers=[cluster.provider])
-    after = [*cluster.ready, *toolkit.ready]
-    workarounds = GkeCdiWorkarounds("gke-cdi", gke_cdi.args_from_config(cfg, after), opts)
-    scheduler = KaiScheduler("kai", kai.args_from_config(cfg, after), opts)
-    hami_core = ResourceIsolator("isolator", isolator.args_from_config(cfg, after), opts)
-    proof = kai_proof(cfg.kai.queue, cfg.slice_mib, cluster.gpu.memory_mib, hami_core.monitor)
-    return SharingSetup(
-        proof=proof,
-        ready=[*scheduler.ready, hami_core.release, *workarounds.ready],
-        outputs={
-            "kaiQueue": cfg.kai.queue,
-            "sliceVisibleMiB": proof.visible_mib,
-        },
     )

@@ -9,12 +9,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig
 from components.gpu.chart import ChartRelease, install_chart
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
-from components.gpu.sharing import ToolkitFacts
 from components.images import mirrored
-from components.platform.facts import ClusterFacts
 
 CHART = "gpu-operator"
 REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
@@ -150,33 +147,3 @@ class GpuOperator(pulumi.ComponentResource):
             lambda v: f"{v[0]} {v[1]} ({REPOSITORY}) in {v[2]}: toolkit only"
         )
         self.register_outputs({"installed": self.installed})
-
-
-NOTHING = {"host": "nothing: toolkit from the host", "gke-managed": "nothing: toolkit from GKE"}
-
-
-def from_config(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
-    """StackConfig → the GPU Operator for `toolkit: gpu-operator`; for host and gke-managed, nothing."""
-    if cfg.toolkit != "gpu-operator":
-        return ToolkitFacts(cdi_enabled=False, outputs={"installed": NOTHING[cfg.toolkit]})
-    section = cfg.gpu_operator
-    assert section is not None  # config fills it for toolkit gpu-operator
-    operator = GpuOperator(
-        "gpu-operator",
-        GpuOperatorArgs(
-            version=section.version,
-            namespace=section.namespace,
-            cdi_enabled=section.cdi_enabled,
-            driver_enabled=section.driver_enabled,
-            device_plugin_enabled=section.device_plugin_enabled,
-            image_registry=cfg.image_registry,
-            ready=cluster.ready,
-            gate_image=mirrored(cfg.verify.probe_image, cfg.image_registry),
-        ),
-        opts=pulumi.ResourceOptions(provider=cluster.provider),
-    )
-    return ToolkitFacts(
-        cdi_enabled=section.cdi_enabled,
-        ready=[operator.toolkit_ready.pod],
-        outputs={"installed": operator.installed},
-    )

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig
-from components.gpus import GPU_MODELS
-from components.platform.facts import ClusterFacts, GpuFacts
 from components.platform.kubeconfig import gke_kubeconfig
 
 IMAGE_TYPE = "COS_CONTAINERD"
@@ -164,48 +161,8 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
-def _args(cfg: StackConfig) -> GkeClusterArgs:
-    gke = cfg.gke
-    assert gke is not None
-    model = GPU_MODELS.get(gke.gpu_type)
-    return GkeClusterArgs(
-        cluster_name=gke.cluster_name,
-        zone=gke.zone,
-        kubernetes_version=gke.kubernetes_version,
-        machine_type=gke.machine_type,
-        node_count=gke.node_count,
-        gpu_type=gke.gpu_type,
-        gpus_per_node=gke.gpu_count,
-        gpu_driver_version=gke.gpu_driver_version,
-        gpu_product=model.product if model else gke.gpu_type,
-        gpu_memory_mib=cfg.card_mib,
-        spot=gke.spot,
-    )
-
-
 def cost_note(hourly_usd: float, node_count: int, machine_type: str, gpu_type: str, spot: bool) -> str:
     """The one-line cost reminder the stack outputs carry."""
     pricing = "Spot" if spot else "on-demand"
     return (f"about ${hourly_usd:.2f}/hour while the pool runs ({node_count} × {machine_type} + "
             f"{node_count} × {gpu_type}, {pricing}); `pulumi destroy -s gke` stops it")
-
-
-def from_config(cfg: StackConfig) -> ClusterFacts:
-    """StackConfig → a GkeCluster, and the facts the GPU software needs from it."""
-    args = _args(cfg)
-    gke = GkeCluster("gke", args)
-    outputs: Mapping[str, object] = {
-        "kubeconfig": gke.kubeconfig,
-        "clusterName": gke.cluster.name,
-        "nodePoolName": gke.node_pool.name,
-        "gpuNodeCount": args.node_count,
-        "costNote": cost_note(cfg.gke.hourly_cost_usd if cfg.gke else 0.0, args.node_count, args.machine_type,
-                              args.gpu_type, args.spot),
-    }
-    return ClusterFacts(
-        provider=gke.provider,
-        kubernetes_version=gke.version,
-        gpu=GpuFacts(memory_mib=args.gpu_memory_mib, per_node=args.gpus_per_node),
-        ready=[gke.node_pool],
-        outputs=outputs,
-    )

@@ -10,10 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_tls as tls
 
-from components.config import StackConfig
-from components.gpus import GPU_MODELS
-from components.platform.facts import ClusterFacts, GpuFacts
-from components.platform.k3s_bootstrap import API_PORT, K3sBootstrap, K3sBootstrapArgs
+from components.platform.k3s_bootstrap import API_PORT
 
 SSH_PORT = 22
 # Titanium machine series attach Hyperdisk only; the older GPU series take Persistent Disk.
@@ -131,69 +128,3 @@ class GpuVm(pulumi.ComponentResource):
         self.private_key = pulumi.Output.secret(key.private_key_openssh)
         self.ssh_user = args.ssh_user
         self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})
-
-
-def from_config(cfg: StackConfig) -> ClusterFacts:
-    """`platform: k3s-vm` rents a GPU VM and bootstraps it; `platform: existing-host` bootstraps `host`."""
-    assert cfg.k3s is not None and cfg.hami is not None
-    k3s = cfg.k3s
-    common = {
-        "k3s_version": k3s.version,
-        "node_name": k3s.node_name,
-        "node_label": dict(cfg.hami.node_label),
-        "install_driver": k3s.install_driver,
-        "driver_package": k3s.driver_package,
-    }
-    if cfg.platform == "existing-host":
-        assert cfg.host is not None
-        host = cfg.host
-        bootstrap = K3sBootstrap("k3s", K3sBootstrapArgs(
-            host=host.address,
-            user=host.user,
-            port=host.port,
-            private_key=pulumi.Output.secret(host.private_key.get_secret_value()),
-            uninstall_on_delete=True,
-            **common,
-        ))
-        address: pulumi.Input[str] = host.address
-        ssh = f"ssh -p {host.port} {host.user}@{host.address}"
-        extra: dict[str, pulumi.Input[str]] = {
-            "costNote": "an existing host: this stack rents nothing; `pulumi destroy` runs k3s-uninstall.sh on it"
-        }
-    else:
-        assert cfg.vm is not None
-        vm_cfg = cfg.vm
-        model = GPU_MODELS.get(vm_cfg.gpu_type)
-        vm = GpuVm("k3s-vm", GpuVmArgs(
-            zone=vm_cfg.zone,
-            machine_type=vm_cfg.machine_type,
-            gpu_type=vm_cfg.gpu_type,
-            attach_accelerator=not (model and model.bundled_with_machine),
-            spot=vm_cfg.spot,
-            boot_disk_gib=vm_cfg.boot_disk_gib,
-            image=vm_cfg.image,
-            network=vm_cfg.network,
-            allowed_source_ranges=vm_cfg.allowed_source_ranges,
-            network_tag=network_tag(pulumi.get_project(), pulumi.get_stack()),
-            ssh_user=vm_cfg.ssh_user,
-        ))
-        bootstrap = K3sBootstrap("k3s", K3sBootstrapArgs(
-            host=vm.external_ip,
-            user=vm.ssh_user,
-            private_key=vm.private_key,
-            wait_for=[vm],
-            **common,
-        ))
-        address = vm.external_ip
-        ssh = vm.external_ip.apply(
-            lambda ip: "pulumi stack output --show-secrets sshPrivateKey > k3s-key && chmod 600 k3s-key && "
-            f"ssh -i k3s-key {vm_cfg.ssh_user}@{ip}"
-        )
-        extra = {"costNote": cost_note(vm_cfg.hourly_cost_usd, vm_cfg.spot), "sshPrivateKey": vm.private_key}
-    return ClusterFacts(
-        provider=bootstrap.provider,
-        kubernetes_version=k3s.version,
-        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=1),  # one card: the VM's, or the host's
-        ready=[bootstrap.ready],
-        outputs={"externalIp": address, "sshCommand": ssh, "kubeconfig": bootstrap.kubeconfig, **extra},
-    )

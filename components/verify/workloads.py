@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.verify.spec import SharingProof, SliceRequest
+from components.contracts.proof import SharingProof, SliceRequest
 
 PROBE_DIR = Path(__file__).resolve().parent / "probes"
 JUDGE_FILE = Path(__file__).resolve().parent / "judge.py"

@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from components.contracts.proof import MonitorTarget, SharingProof, SliceRequest
 from components.plan import Plan, run
-from components.verify.spec import MonitorTarget, SharingProof, SliceRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1 << 20
@@ -87,9 +87,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import config
-from components.gpu.sharing import SharingSetup
-from components.platform.facts import ClusterFacts, GpuFacts
-from components.verify import proof
+from components.contracts.sharing import SharingSetup
+from components.contracts.cluster import ClusterFacts, GpuFacts
+from components.compose import proof
 from tests.helpers.proof_program import proof_from_json
 
 cfg = config.load()
@@ -103,7 +103,7 @@ gpu = GpuFacts(memory_mib=cfg.card_mib, per_node=1)
 cluster = ClusterFacts(provider=provider, kubernetes_version="v1.35.6", gpu=gpu, ready=[cluster_ready])
 contract = proof_from_json(json.loads((Path(__file__).parent / "proof.json").read_text()))
 sharing = SharingSetup(proof=contract, ready=[sharing_ready])
-for name, value in proof.from_config(cfg, cluster, sharing).outputs.items():
+for name, value in proof(cfg, cluster, sharing).outputs.items():
     pulumi.export(name, value)
 '''
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pulumi
 
-from components.verify.spec import SharingProof
+from components.contracts.proof import SharingProof
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,45 @@
+"""The existing cluster's kubeconfig, read and checked before any resource is registered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
+"""A relative kubeconfigPath is read from here, the directory `pulumi up` runs the program in."""
+
+
+def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
+    """The file at `path` (`~` expanded, relative to the project); a missing file is a ConfigError."""
+    file = Path(path).expanduser()
+    file = file if file.is_absolute() else root / file
+    if not file.is_file():
+        raise ConfigError(
+            "gpushare:cluster.kubeconfigPath",
+            f"no file at {file}; point it at your kubeconfig, or set it as a secret with "
+            "`pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`",
+        )
+    return file.read_text()
+
+
+def check_kubeconfig(text: str, context: str | None, key: str) -> None:
+    """The kubeconfig parses, and names the context the provider will use."""
+    try:
+        doc: Any = yaml.safe_load(text)
+    except yaml.YAMLError:
+        doc = None
+    if not isinstance(doc, dict) or not doc.get("clusters"):
+        raise ConfigError(key, "is not a kubeconfig (no clusters in it); give the file `kubectl` uses")
+    contexts = sorted(c.get("name", "") for c in doc.get("contexts") or [] if isinstance(c, dict))
+    if context is None:
+        if not doc.get("current-context"):
+            raise ConfigError("gpushare:cluster.context", f"the kubeconfig has no current-context; pick one of "
+                                                          f"{', '.join(contexts) or '(none)'}")
+        return
+    if context not in contexts:
+        raise ConfigError("gpushare:cluster.context",
+                          f"{context!r} is not a context of the kubeconfig; it has {', '.join(contexts) or '(none)'}")

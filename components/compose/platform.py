@@ -1,0 +1,165 @@
+"""Config → where Kubernetes comes from: a GKE cluster, a k3s VM or host, or an existing cluster, and its facts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pulumi
+
+from components.compose.kubeconfig import check_kubeconfig, read_kubeconfig
+from components.config import ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
+from components.contracts.cluster import ClusterFacts, GpuFacts
+from components.gpus import GPU_MODELS
+from components.platform import gke, k3s_vm
+from components.platform.existing import ExistingCluster, ExistingClusterArgs
+from components.platform.k3s_bootstrap import K3sBootstrap, K3sBootstrapArgs
+
+
+def platform(cfg: StackConfig) -> ClusterFacts:
+    """The platform `cfg.platform` names, as facts the GPU software reads."""
+    match cfg:
+        case GkeStack():
+            return gke_platform(cfg)
+        case K3sVmStack():
+            return k3s_vm_platform(cfg)
+        case ExistingHostStack():
+            return existing_host_platform(cfg)
+        case ExistingStack():
+            return existing_platform(cfg)
+
+
+def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
+    section, card = cfg.gke, GPU_MODELS.get(cfg.gpu.type)
+    return gke.GkeClusterArgs(
+        cluster_name=section.cluster_name,
+        zone=section.zone,
+        kubernetes_version=section.kubernetes_version,
+        machine_type=section.machine_type,
+        node_count=section.node_count,
+        gpu_type=cfg.gpu.type,
+        gpus_per_node=cfg.gpu.per_node,
+        gpu_driver_version=section.gpu_driver_version,
+        gpu_product=card.product if card else cfg.gpu.type,
+        gpu_memory_mib=cfg.card_mib,
+        spot=section.spot,
+    )
+
+
+def gke_platform(cfg: GkeStack) -> ClusterFacts:
+    """A GkeCluster, and the facts the GPU software needs from it."""
+    args = gke_cluster_args(cfg)
+    cluster = gke.GkeCluster("gke", args)
+    return ClusterFacts(
+        provider=cluster.provider,
+        kubernetes_version=cluster.version,
+        gpu=GpuFacts(memory_mib=args.gpu_memory_mib, per_node=args.gpus_per_node),
+        ready=[cluster.node_pool],
+        outputs={
+            "kubeconfig": cluster.kubeconfig,
+            "clusterName": cluster.cluster.name,
+            "nodePoolName": cluster.node_pool.name,
+            "gpuNodeCount": args.node_count,
+            "costNote": gke.cost_note(cfg.gke.hourly_cost_usd, args.node_count, args.machine_type, args.gpu_type,
+                                      args.spot),
+        },
+    )
+
+
+def bootstrap_args(
+    cfg: K3sVmStack | ExistingHostStack, host: pulumi.Input[str], user: str, private_key: pulumi.Input[str]
+) -> K3sBootstrapArgs:
+    """The bootstrap of a one-node k3s cluster at `host`, from the k3s and HAMi sections."""
+    return K3sBootstrapArgs(
+        host=host,
+        user=user,
+        private_key=private_key,
+        k3s_version=cfg.k3s.version,
+        node_name=cfg.k3s.node_name,
+        node_label=dict(cfg.hami.node_label),
+        install_driver=cfg.k3s.install_driver,
+        driver_package=cfg.k3s.driver_package,
+    )
+
+
+def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
+    """A GPU VM, bootstrapped into a one-node k3s cluster."""
+    section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
+    vm = k3s_vm.GpuVm("k3s-vm", k3s_vm.GpuVmArgs(
+        zone=section.zone,
+        machine_type=section.machine_type,
+        gpu_type=cfg.gpu.type,
+        attach_accelerator=not (card and card.bundled_with_machine),
+        spot=section.spot,
+        boot_disk_gib=section.boot_disk_gib,
+        image=section.image,
+        network=section.network,
+        allowed_source_ranges=section.allowed_source_ranges,
+        network_tag=k3s_vm.network_tag(pulumi.get_project(), pulumi.get_stack()),
+        ssh_user=section.ssh_user,
+    ))
+    args = dataclasses.replace(bootstrap_args(cfg, vm.external_ip, vm.ssh_user, vm.private_key), wait_for=[vm])
+    bootstrap = K3sBootstrap("k3s", args)
+    ssh = vm.external_ip.apply(
+        lambda ip: "pulumi stack output --show-secrets sshPrivateKey > k3s-key && chmod 600 k3s-key && "
+        f"ssh -i k3s-key {section.ssh_user}@{ip}"
+    )
+    return ClusterFacts(
+        provider=bootstrap.provider,
+        kubernetes_version=cfg.k3s.version,
+        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=1),  # the VM's one card
+        ready=[bootstrap.ready],
+        outputs={
+            "externalIp": vm.external_ip,
+            "sshCommand": ssh,
+            "kubeconfig": bootstrap.kubeconfig,
+            "costNote": k3s_vm.cost_note(section.hourly_cost_usd, section.spot),
+            "sshPrivateKey": vm.private_key,
+        },
+    )
+
+
+def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
+    """A host the user already has, bootstrapped into a one-node k3s cluster over SSH."""
+    host = cfg.host
+    key = pulumi.Output.secret(host.private_key.get_secret_value())
+    args = bootstrap_args(cfg, host.address, host.user, key)
+    bootstrap = K3sBootstrap("k3s", dataclasses.replace(args, port=host.port, uninstall_on_delete=True))
+    return ClusterFacts(
+        provider=bootstrap.provider,
+        kubernetes_version=cfg.k3s.version,
+        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
+        ready=[bootstrap.ready],
+        outputs={
+            "externalIp": host.address,
+            "sshCommand": f"ssh -p {host.port} {host.user}@{host.address}",
+            "kubeconfig": bootstrap.kubeconfig,
+            "costNote": "an existing host: this stack rents nothing; `pulumi destroy` runs k3s-uninstall.sh on it",
+        },
+    )
+
+
+def existing_platform(cfg: ExistingStack) -> ClusterFacts:
+    """A provider onto the cluster the kubeconfig reaches, and the labels its GPU nodes need."""
+    section = cfg.cluster
+    if section.kubeconfig is not None:
+        text, key = section.kubeconfig.get_secret_value(), "gpushare:cluster.kubeconfig"
+    else:
+        # The config model insists on exactly one of the two.
+        text, key = read_kubeconfig(section.kubeconfig_path or ""), "gpushare:cluster.kubeconfigPath"
+    check_kubeconfig(text, section.context, key)
+    cluster = ExistingCluster(
+        "cluster",
+        ExistingClusterArgs(
+            kubeconfig=pulumi.Output.secret(text),
+            context=section.context,
+            gpu_nodes=list(section.gpu_nodes),
+            node_labels=dict(cfg.hami.node_label),
+        ),
+    )
+    return ClusterFacts(
+        provider=cluster.provider,
+        kubernetes_version=section.kubernetes_version,
+        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
+        ready=cluster.labels.patches,
+        outputs={"labelledNodes": cluster.labels.labelled},
+    )

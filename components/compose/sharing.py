@@ -1,0 +1,121 @@
+"""Config → what makes GPUs shareable: KAI Scheduler + HAMi-core on GKE, or HAMi, and the proof each owes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+
+from components.config import ExistingStack, GkeStack, K3sStack, StackConfig
+from components.contracts.cluster import ClusterFacts
+from components.contracts.sharing import SharingSetup, ToolkitFacts
+from components.gpu.gke_cdi import KAI_RESERVATION_NAMESPACE, GkeCdiWorkarounds, GkeCdiWorkaroundsArgs
+from components.gpu.hami import Hami, HamiArgs, hami_proof, runtime_class_for
+from components.gpu.isolator import ResourceIsolator, ResourceIsolatorArgs
+from components.gpu.kai import KaiScheduler, KaiSchedulerArgs
+from components.gpu.kai_sharing import kai_proof
+from components.images import mirrored
+from components.versions import kubernetes_release
+
+
+def sharing(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
+    """The sharing system `cfg.sharing` names, installed on the cluster, with its proof contract."""
+    match cfg:
+        case GkeStack():
+            return kai_sharing(cfg, cluster, toolkit)
+        case K3sStack() | ExistingStack():
+            return hami_sharing(cfg, cluster, toolkit)
+
+
+# --- KAI on GKE ------------------------------------------------------------------------------------------
+
+
+def kai_scheduler_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> KaiSchedulerArgs:
+    kai = cfg.kai
+    return KaiSchedulerArgs(
+        version=kai.version,
+        namespace=kai.namespace,
+        cdi_enabled=kai.cdi_enabled,
+        queue=kai.queue,
+        parent_queue=kai.parent_queue,
+        delete_kept_queues=kai.delete_kept_queues,
+        ready=tuple(ready),
+        gate_image=mirrored(cfg.verify.probe_image, cfg.image_registry),
+    )
+
+
+def isolator_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> ResourceIsolatorArgs:
+    iso = cfg.isolator
+    return ResourceIsolatorArgs(
+        version=iso.version,
+        namespace=iso.namespace,
+        container_vgpu_mount=iso.container_vgpu_mount,
+        library_sync_priority_class=iso.library_sync_priority_class,
+        monitor_priority_class=iso.monitor_priority_class,
+        monitor_enabled=iso.monitor_enabled,
+        ready=tuple(ready),
+    )
+
+
+def gke_cdi_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> GkeCdiWorkaroundsArgs:
+    w = cfg.gke_cdi
+    return GkeCdiWorkaroundsArgs(
+        nvidia_runtime_class=w.nvidia_runtime_class,
+        runtime_class_handler=w.runtime_class_handler,
+        kyverno=w.kyverno,
+        kyverno_version=w.kyverno_version,
+        kyverno_namespace=w.kyverno_namespace,
+        inject_nvml_library_path=w.inject_nvml_library_path,
+        inject_gpu_devices=w.inject_gpu_devices,
+        nvidia_install_dir=w.nvidia_install_dir,
+        reservation_namespace=KAI_RESERVATION_NAMESPACE,
+        gpus_per_node=cfg.gpu.per_node,
+        ready=tuple(ready),
+    )
+
+
+def kai_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
+    """The workarounds, KAI and the isolator on the cluster's provider, and the KAI proof."""
+    opts = pulumi.ResourceOptions(providers=[cluster.provider])
+    after = [*cluster.ready, *toolkit.ready]
+    workarounds = GkeCdiWorkarounds("gke-cdi", gke_cdi_args(cfg, after), opts)
+    scheduler = KaiScheduler("kai", kai_scheduler_args(cfg, after), opts)
+    hami_core = ResourceIsolator("isolator", isolator_args(cfg, after), opts)
+    proof = kai_proof(cfg.kai.queue, cfg.slice_mib, cluster.gpu.memory_mib, hami_core.monitor)
+    return SharingSetup(
+        proof=proof,
+        ready=[*scheduler.ready, hami_core.release, *workarounds.ready],
+        outputs={"kaiQueue": cfg.kai.queue, "sliceVisibleMiB": proof.visible_mib},
+    )
+
+
+# --- HAMi ------------------------------------------------------------------------------------------------
+
+
+def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> HamiArgs:
+    hami = cfg.hami
+    return HamiArgs(
+        version=hami.version,
+        namespace=hami.namespace,
+        # The server version is known from config wherever HAMi runs (k3s, an existing cluster).
+        scheduler_image_tag=hami.scheduler_image_tag or kubernetes_release(cfg.server_version),
+        device_split_count=hami.device_split_count,
+        node_label=dict(hami.node_label),
+        runtime_class_name=runtime_class_for(toolkit.cdi_enabled, hami.runtime_class_name),
+        image_registry=cfg.image_registry,
+        timeout_seconds=hami.wait_timeout_seconds,
+        ready=[*cluster.ready, *toolkit.ready],
+    )
+
+
+def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
+    """HAMi at `hami.version`, its scheduler tag from the server version, and its proof contract."""
+    args = hami_args(cfg, cluster, toolkit)
+    component = Hami("hami", args, pulumi.ResourceOptions(providers=[cluster.provider]))
+    proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
+                       cfg.hami.device_split_count, cluster.gpu.per_node)
+    return SharingSetup(
+        proof=proof,
+        ready=[component.release],
+        outputs={"hamiVersion": cfg.hami.version, "schedulerImageTag": args.scheduler_image_tag},
+    )
