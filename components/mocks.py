@@ -16,23 +16,91 @@ import pulumi
 from google.protobuf import json_format
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
-GKE_VERSIONS = ["1.36.1-gke.1100000", "1.35.6-gke.1250000", "1.35.5-gke.1080000", "1.34.9-gke.1400000"]
-MOCK_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n").decode()
-GKE_ENDPOINT = "203.0.113.10"
-VM_EXTERNAL_IP = "203.0.113.20"
-MOCK_KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: default
-  cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: %s}
-contexts:
-- name: default
-  context: {cluster: default, user: default}
-current-context: default
-users:
-- name: default
-  user: {token: mock-token}
-""".replace("%s", MOCK_CA)
+AFTER_CREATE = "known after create"
+"""A provider output: a real preview shows it as unknown until the resource exists."""
+LOOKED_UP = "looked up in the cloud"
+"""An invoke's answer: a real preview asks the cloud; offline it is made up."""
+
+
+@dataclass(frozen=True)
+class MockAnswers:
+    """Every value these mocks make up, in one place; tests plan under a second set to find any that leaks."""
+
+    gke_versions: tuple[str, ...] = (
+        "1.36.1-gke.1100000", "1.35.6-gke.1250000", "1.35.5-gke.1080000", "1.34.9-gke.1400000"
+    )
+    gke_default_version: str = "1.35.6-gke.1250000"
+    gke_endpoint: str = "203.0.113.10"
+    ca_pem: str = "-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n"
+    project: str = "mock-project"
+    vm_external_ip: str = "203.0.113.20"
+    vm_internal_ip: str = "10.128.0.2"
+    vm_instance_id: str = "1234567890123456789"
+    ssh_public_key: str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockMockMockMockMockMockMockMockMockMock"
+    ssh_private_key_body: str = "mock-private-key"
+    ssh_fingerprint: str = "SHA256:mock"
+    k3s_local_server: str = "https://127.0.0.1:6443"
+    kubeconfig_token: str = "mock-token"
+    id_suffix: str = "-id"
+
+    @property
+    def ca_b64(self) -> str:
+        return base64.b64encode(self.ca_pem.encode()).decode()
+
+    def kubeconfig(self) -> str:
+        """The kubeconfig k3s writes on its host, as `cat /etc/rancher/k3s/k3s.yaml` prints it."""
+        return (
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n"
+            f'  cluster: {{server: "{self.k3s_local_server}", certificate-authority-data: {self.ca_b64}}}\n'
+            "contexts:\n- name: default\n  context: {cluster: default, user: default}\n"
+            "current-context: default\nusers:\n- name: default\n"
+            f"  user: {{token: {self.kubeconfig_token}}}\n"
+        )
+
+
+ANSWERS = MockAnswers()
+ALTERNATE_ANSWERS = MockAnswers(
+    gke_versions=("1.36.2-gke.1200000", "1.35.7-gke.1310000", "1.35.4-gke.1030000", "1.34.8-gke.1300000"),
+    gke_default_version="1.35.7-gke.1310000",
+    gke_endpoint="198.51.100.110",
+    ca_pem="-----BEGIN CERTIFICATE-----\nalternate\n-----END CERTIFICATE-----\n",
+    project="alternate-project",
+    vm_external_ip="198.51.100.120",
+    vm_internal_ip="10.138.0.9",
+    vm_instance_id="9876543210987654321",
+    ssh_public_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAltAltAltAltAltAltAltAltAltAltAltAltAlt",
+    ssh_private_key_body="alternate-private-key",
+    ssh_fingerprint="SHA256:alternate",
+    k3s_local_server="https://127.0.0.9:6443",
+    kubeconfig_token="alternate-token",
+    id_suffix="-alt-id",
+)
+"""Made-up values that differ from ANSWERS in every field, as valid for the program as ANSWERS are."""
+
+GKE_VERSIONS = list(ANSWERS.gke_versions)
+MOCK_CA = ANSWERS.ca_b64
+GKE_ENDPOINT = ANSWERS.gke_endpoint
+VM_EXTERNAL_IP = ANSWERS.vm_external_ip
+MOCK_KUBECONFIG = ANSWERS.kubeconfig()
+
+
+@dataclass
+class Invented:
+    """The registry of values the mocks handed out in one run: any plan value containing one is made up."""
+
+    contained: dict[str, str] = field(default_factory=dict)
+    """Distinctive values: a string that contains one is unknown for the reason given."""
+    exact: dict[str, str] = field(default_factory=dict)
+    """Short, common values (Helm's `deployed`): unknown only where a value is exactly one."""
+
+    def add(self, value: str, when: str = AFTER_CREATE) -> str:
+        if value and self.contained.get(value) != AFTER_CREATE:
+            self.contained[value] = when
+        return value
+
+    def add_exact(self, value: str, when: str = AFTER_CREATE) -> str:
+        self.exact.setdefault(value, when)
+        return value
 
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
@@ -42,67 +110,80 @@ _SIG_KEY = "4dabf18193072939515e22adb298388d"
 StateOverride = Callable[[MockResourceArgs, dict[str, Any]], dict[str, Any] | None]
 
 
-def _gke_versions(args: dict[str, Any]) -> dict[str, Any]:
+def _gke_versions(args: dict[str, Any], answers: MockAnswers, invented: Invented) -> dict[str, Any]:
     prefix = args.get("versionPrefix", "")
-    versions = [v for v in GKE_VERSIONS if v.startswith(prefix)]
+    versions = [invented.add(v, LOOKED_UP) for v in answers.gke_versions if v.startswith(prefix)]
+    default = invented.add(answers.gke_default_version, LOOKED_UP)
     return {
         "location": args.get("location"),
-        "project": args.get("project", "mock-project"),
+        "project": args.get("project") or invented.add(answers.project, LOOKED_UP),
         "versionPrefix": prefix,
         "validMasterVersions": versions,
         "validNodeVersions": versions,
         "latestMasterVersion": versions[0] if versions else "",
         "latestNodeVersion": versions[0] if versions else "",
-        "defaultClusterVersion": "1.35.6-gke.1250000",
-        "releaseChannelDefaultVersion": {"REGULAR": "1.35.6-gke.1250000"},
-        "releaseChannelLatestVersion": {"REGULAR": "1.35.6-gke.1250000"},
+        "defaultClusterVersion": default,
+        "releaseChannelDefaultVersion": {"REGULAR": default},
+        "releaseChannelLatestVersion": {"REGULAR": default},
         "releaseChannelUpgradeTargetVersion": {},
-        "id": "mock-engine-versions",
+        "id": invented.add(f"{answers.project}-engine-versions", LOOKED_UP),
     }
 
 
-INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+Invoke = Callable[[dict[str, Any], MockAnswers, Invented], dict[str, Any]]
+INVOKES: dict[str, Invoke] = {
     "gcp:container/getEngineVersions:getEngineVersions": _gke_versions,
 }
 
 
-def _outputs_for(args: MockResourceArgs) -> dict[str, Any]:
-    """What the provider would add to the inputs once the resource exists."""
+def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invented) -> dict[str, Any]:
+    """What the provider would add to the inputs once the resource exists; every made-up value is registered."""
     inputs = args.inputs
+    made_up = invented.add
     match args.typ:
         case "gcp:container/cluster:Cluster":
+            # A new cluster runs the version it was asked for; only an unpinned one gets GKE's default.
+            version = inputs.get("minMasterVersion") or made_up(answers.gke_default_version)
+            project = made_up(answers.project)
             return {
-                "masterVersion": inputs.get("minMasterVersion") or "1.35.6-gke.1250000",
-                "endpoint": GKE_ENDPOINT,
-                "masterAuth": {"clusterCaCertificate": MOCK_CA},
-                "selfLink": f"https://container.googleapis.com/v1/projects/mock-project/clusters/{args.name}",
+                "masterVersion": version,
+                "endpoint": made_up(answers.gke_endpoint),
+                "masterAuth": {"clusterCaCertificate": made_up(answers.ca_b64)},
+                "selfLink": made_up(f"https://container.googleapis.com/v1/projects/{project}/clusters/{args.name}"),
             }
         case "gcp:container/nodePool:NodePool":
-            return {"instanceGroupUrls": [f"https://compute.googleapis.com/mock/{args.name}-grp"]}
+            return {"instanceGroupUrls": [made_up(f"https://compute.googleapis.com/{answers.project}/{args.name}-grp")]}
         case "gcp:compute/instance:Instance":
             nics = inputs.get("networkInterfaces") or [{}]
             nic = dict(nics[0])
-            nic["networkIp"] = "10.128.0.2"
-            nic["accessConfigs"] = [{**(nic.get("accessConfigs") or [{}])[0], "natIp": VM_EXTERNAL_IP}]
-            return {"networkInterfaces": [nic, *nics[1:]], "instanceId": "1234567890123456789"}
+            nic["networkIp"] = made_up(answers.vm_internal_ip)
+            nic["accessConfigs"] = [{**(nic.get("accessConfigs") or [{}])[0], "natIp": made_up(answers.vm_external_ip)}]
+            return {"networkInterfaces": [nic, *nics[1:]], "instanceId": made_up(answers.vm_instance_id)}
         case "tls:index/privateKey:PrivateKey":
+            body = made_up(answers.ssh_private_key_body)
             return {
-                "publicKeyOpenssh": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockMockMockMockMockMockMockMockMockMock\n",
-                "privateKeyOpenssh": "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n",
-                "privateKeyPem": "-----BEGIN PRIVATE KEY-----\nmock\n-----END PRIVATE KEY-----\n",
-                "publicKeyFingerprintSha256": "SHA256:mock",
+                "publicKeyOpenssh": made_up(answers.ssh_public_key) + "\n",
+                "privateKeyOpenssh": (
+                    f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n"
+                ),
+                "privateKeyPem": f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n",
+                "publicKeyFingerprintSha256": made_up(answers.ssh_fingerprint),
             }
         case "command:remote:Command" | "command:local:Command":
             create = inputs.get("create") or ""
-            stdout = MOCK_KUBECONFIG if "k3s.yaml" in create and "cat" in create else ""
-            return {"stdout": stdout, "stderr": ""}
+            if "k3s.yaml" in create and "cat" in create:
+                for value in (answers.k3s_local_server, answers.ca_b64, answers.kubeconfig_token):
+                    made_up(value)
+                return {"stdout": answers.kubeconfig(), "stderr": ""}
+            return {"stdout": "", "stderr": ""}
         case "kubernetes:helm.sh/v3:Release":
+            # The rest of Helm's status copies the inputs; only its state and revision are made up.
             return {
                 "status": {
                     "name": inputs.get("name", args.name),
                     "namespace": inputs.get("namespace", "default"),
                     "version": inputs.get("version", ""),
-                    "status": "deployed",
+                    "status": invented.add_exact("deployed"),
                     "revision": 1,
                 }
             }
@@ -115,19 +196,24 @@ class GpushareMocks(pulumi.runtime.Mocks):
 
     override: StateOverride | None = None
     """Tests may replace or extend a resource's state (a verifier Pod's status, say)."""
+    answers: MockAnswers = ANSWERS
+    """The made-up values; ALTERNATE_ANSWERS plans the same program in a different made-up world."""
+    invented: Invented = field(default_factory=Invented)
+    """What this run handed out, for the plan to show as unknown."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        state = {**args.inputs, **_outputs_for(args)}
+        state = {**args.inputs, **_outputs_for(args, self.answers, self.invented)}
         if self.override is not None:
             state = self.override(args, state) or state
-        return f"{args.name}-id", state
+        return self.invented.add(f"{args.name}{self.answers.id_suffix}"), state
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         try:
             answer = INVOKES[args.token]
         except KeyError:
             raise NotImplementedError(f"unmocked invoke {args.token}: add it to components/mocks.INVOKES") from None
-        return answer(args.args), []  # the mock monitor iterates the failures; None breaks every invoke
+        # The mock monitor iterates the failures; None breaks every invoke.
+        return answer(args.args, self.answers, self.invented), []
 
 
 @dataclass
@@ -142,6 +228,8 @@ class Registration:
     dependencies: list[str]
     inputs: dict[str, Any]
     options: dict[str, Any]
+    provider: str | None = None
+    """URN of the explicit provider: the engine creates it first, though it is no dependency."""
 
 
 def _plain(value: Any) -> Any:
@@ -204,6 +292,7 @@ class RecordingMonitor(MockMonitor):
                     dependencies=list(request.dependencies),
                     inputs=_plain(json_format.MessageToDict(request.object)),
                     options=options,
+                    provider=request.provider.rsplit("::", 1)[0] if request.provider else None,  # "urn::id"
                 )
             )
         return response

@@ -1,11 +1,13 @@
 """The offline plan: the whole program under Pulumi's mock engine, no CLI, no cloud, no cluster.
 
-    python -m components.plan STACK [--json] [-c key=value ...]
+    python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...]
 
 Loads `Pulumi.STACK.yaml`, applies each `-c` (a dotted key sets a nested value:
 `-c gpushare:verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
-prints the resource tree, or with `--json` one deterministic object: `{"stack", "resources", "outputs"}`.
-Invalid config exits 2 with one line on stderr and registers nothing.
+prints the resource tree; `--json` prints one deterministic object: `{"stack", "resources", "outputs",
+"unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` name each value the
+mocks made up (`{"path": "known after create" | "looked up in the cloud"}`); `--markdown` a pull-request summary,
+`--mermaid` the dependency graph. Invalid config exits 2 with one line on stderr and registers nothing.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import heapq
 import json
 import runpy
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from components.mocks import Invented
+from components.plan_view.unknowns import unknown_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 MOCK_SECRET = "mock-secret-value"
@@ -38,11 +43,19 @@ class Plan:
     resources: list[dict[str, Any]]
     outputs: dict[str, Any]
     component_outputs: dict[str, dict[str, Any]]
+    unknown_outputs: dict[str, str] = field(default_factory=dict)
+    """Output paths whose value the mocks made up, with why a real preview would not know it."""
+    invented: Invented = field(default_factory=Invented)
+    """The mocks' registry of made-up values, for the views to hide."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Each resource name's kind: `resource`, `component` or `provider`."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stack": self.stack, "resources": self.resources, "outputs": self.outputs,
+                "unknownOutputs": self.unknown_outputs}
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"stack": self.stack, "resources": self.resources, "outputs": self.outputs}, indent=2, sort_keys=True
-        )
+        return json.dumps(self.as_dict(), indent=2, sort_keys=True)
 
     def find(self, type_: str, name: str | None = None) -> list[dict[str, Any]]:
         """Resources of a type (the full token), optionally of one name."""
@@ -94,7 +107,7 @@ def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:
 
 
 def _order(registrations: list[Any]) -> list[Any]:
-    """Parents before children, dependencies before dependents, ties by name: deterministic and readable."""
+    """Parents before children, dependencies and providers before dependents, ties by name: deterministic."""
     by_urn = {r.urn: r for r in registrations}
     children: dict[str, list[str]] = {}
     for r in registrations:
@@ -110,7 +123,7 @@ def _order(registrations: list[Any]) -> list[Any]:
     waits_for: dict[str, set[str]] = {}
     for r in registrations:
         inside = subtree(r.urn)
-        outside = {d for u in inside for d in by_urn[u].dependencies} - inside
+        outside = {d for u in inside for d in _waits_on(by_urn[u])} - inside
         waits_for[r.urn] = {r.parent, *outside} - {u for u in outside if r.urn in subtree(u)}
     edges: dict[str, set[str]] = {r.urn: set() for r in registrations}
     indegree = dict.fromkeys(by_urn, 0)
@@ -132,6 +145,17 @@ def _order(registrations: list[Any]) -> list[Any]:
     placed = {r.urn for r in ordered}
     # Two components waiting on each other's children form a cycle at component level: list those by name.
     return ordered + sorted((r for r in registrations if r.urn not in placed), key=lambda r: (r.name, r.type))
+
+
+def _waits_on(registration: Any) -> list[str]:
+    """What the engine creates first: the dependencies, and the explicit provider."""
+    return [*registration.dependencies, *([registration.provider] if registration.provider else [])]
+
+
+def _kind(registration: Any) -> str:
+    if registration.type.startswith("pulumi:providers:"):
+        return "provider"
+    return "resource" if registration.custom else "component"
 
 
 async def _resolve(value: Any) -> Any:
@@ -169,6 +193,7 @@ def _run_in_fresh_context(
     from components.mocks import GpushareMocks, RecordingMonitor
 
     mocks = mocks or GpushareMocks()
+    invented = getattr(mocks, "invented", None) or Invented()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_all_config(_as_pulumi_config(config), secret_keys)
     pulumi.runtime.set_mocks(mocks, project="gpushare", stack=stack, preview=preview, monitor=monitor)
@@ -191,65 +216,27 @@ def _run_in_fresh_context(
             "dependsOn": sorted({names[d] for d in r.dependencies if d in names}),
             "inputs": r.inputs,
             **({"options": r.options} if r.options else {}),
+            **({"unknownInputs": unknown} if (unknown := unknown_paths(r.inputs, invented)) else {}),
         }
         for r in _order(monitor.registrations)
     ]
     component_outputs = {names.get(urn, urn): outs for urn, outs in monitor.component_outputs.items()}
-    return Plan(stack, resources, json.loads(json.dumps(outputs, default=str)), component_outputs)
-
-
-# --- human output ------------------------------------------------------------------------------------------
-
-
-def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(value, dict) and value:
-        return [item for k, v in sorted(value.items()) for item in _flatten(v, f"{prefix}{k}.")]
-    return [(prefix.rstrip("."), value)]
-
-
-def _summary(resource: dict[str, Any]) -> list[str]:
-    inputs = resource["inputs"]
-    if resource["type"] == "kubernetes:helm.sh/v3:Release":
-        repo = (inputs.get("repositoryOpts") or {}).get("repo", "")
-        lines = [f"chart {repo + '/' if repo else ''}{inputs.get('chart')} {inputs.get('version')} → "
-                 f"{inputs.get('namespace')}"]
-        return lines + [f"{k} = {json.dumps(v)}" for k, v in _flatten(inputs.get("values") or {})]
-    meta = inputs.get("metadata") or {}
-    lines = []
-    if meta.get("name"):
-        lines.append(f"{meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta['name']}")
-    for key in ("location", "zone", "machineType", "nodeCount", "minMasterVersion", "sourceRanges", "handler"):
-        if key in inputs:
-            lines.append(f"{key} = {json.dumps(inputs[key])}")
-    return lines
-
-
-def render_tree(plan: Plan) -> str:
-    children: dict[str | None, list[dict[str, Any]]] = {}
-    for r in plan.resources:
-        children.setdefault(r["parent"], []).append(r)
-    lines = [f"stack {plan.stack}: {len(plan.resources)} resources"]
-
-    def walk(parent: str | None, depth: int) -> None:
-        for r in children.get(parent, []):
-            pad = "  " * depth
-            after = f"  (after {', '.join(r['dependsOn'])})" if r["dependsOn"] else ""
-            lines.append(f"{pad}├─ {r['type']}  {r['name']}{after}")
-            lines.extend(f"{pad}│    {s}" for s in _summary(r))
-            walk(r["name"], depth + 1)
-
-    walk(None, 0)
-    lines.append("outputs:")
-    for name, value in plan.outputs.items():
-        text = value if isinstance(value, str) else json.dumps(value)
-        lines.append(f"  {name}: {text if len(text) < 300 else text[:300] + '…'}")
-    return "\n".join(lines)
+    plain_outputs = json.loads(json.dumps(outputs, default=str))
+    return Plan(
+        stack, resources, plain_outputs, component_outputs,
+        unknown_outputs=unknown_paths(plain_outputs, invented),
+        invented=invented,
+        kinds={r.name: _kind(r) for r in monitor.registrations},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.plan", description=__doc__.splitlines()[0])
     parser.add_argument("stack", help="stack name: the STACK of Pulumi.STACK.yaml")
-    parser.add_argument("--json", action="store_true", help="print one deterministic JSON object")
+    view = parser.add_mutually_exclusive_group()
+    view.add_argument("--json", action="store_true", help="print one deterministic JSON object")
+    view.add_argument("--markdown", action="store_true", help="print a Markdown summary for a pull request")
+    view.add_argument("--mermaid", action="store_true", help="print the dependency graph as a Mermaid diagram")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value; dotted keys set nested values")
     args = parser.parse_args(argv)
@@ -261,7 +248,16 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, PlanInputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(plan.to_json() if args.json else render_tree(plan))
+    from components.plan_view import golden, markdown, mermaid, text
+
+    if args.json:
+        print(plan.to_json())
+    elif args.markdown:
+        print(markdown.render(plan, golden=golden.golden_plan(args.stack, args.config)))
+    elif args.mermaid:
+        print(mermaid.render(plan))
+    else:
+        print(text.render(plan))
     return 0
 
 

@@ -8,28 +8,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import hashlib
 import json
 import sys
-from pathlib import Path
-from typing import Any
 
 from components.plan import ROOT, run
+from components.plan_view.golden import GOLDEN_DIR, sanitize
 
-GOLDEN = Path(__file__).resolve().parent
-LONG = 400
-
-
-def sanitize(value: Any) -> Any:
-    """Digests for long strings; everything else as planned (the mocks already make the plan deterministic)."""
-    if isinstance(value, dict):
-        return {k: sanitize(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [sanitize(v) for v in value]
-    if isinstance(value, str) and len(value) > LONG:
-        digest = hashlib.sha256(value.encode()).hexdigest()[:16]
-        return f"<{len(value)} chars sha256:{digest}>"
-    return value
+GOLDEN = GOLDEN_DIR
 
 
 def stacks() -> list[str]:
@@ -38,8 +23,7 @@ def stacks() -> list[str]:
 
 def render(stack: str) -> str:
     plan = run(stack)
-    body = {"stack": plan.stack, "resources": plan.resources, "outputs": plan.outputs}
-    return json.dumps(sanitize(body), indent=2, sort_keys=True) + "\n"
+    return json.dumps(sanitize(plan.as_dict()), indent=2, sort_keys=True) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
