@@ -1,0 +1,76 @@
+"""The plan as a tree for a terminal: what is created, under which component, after what, with what inputs."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from components.plan_view.fields import review_fields
+from components.plan_view.graph import Graph, after_text
+from components.plan_view.unknowns import mask
+
+if TYPE_CHECKING:
+    from components.plan import Plan
+
+OUTPUT_JSON_LIMIT = 200
+"""A structured output longer than this as JSON is summarised, with a pointer to --json."""
+OUTPUT_LINES_LIMIT = 40
+"""A multi-line output longer than this shows its first lines and a pointer to --json."""
+
+
+def header(plan: Plan) -> str:
+    counts = Graph(plan).counts()
+
+    def n(count: int, noun: str) -> str:
+        return f"{count} {noun}{'' if count == 1 else 's'}"
+
+    return (f"stack {plan.stack}: {n(counts['resource'], 'resource')}, {n(counts['component'], 'component')}, "
+            f"{n(counts['provider'], 'provider')}")
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, dict):
+        parts = [f"{k} ({len(v)})" if isinstance(v, list | dict) else k for k, v in value.items()]
+        return f"an object: {', '.join(parts)}"
+    return f"a list of {len(value)}"
+
+
+def output_lines(name: str, value: Any, indent: str = "  ") -> list[str]:
+    """One output: whole, multi-line text indented under its name, or a summary that points to --json."""
+    if isinstance(value, str) and "\n" in value:
+        body = value.rstrip("\n").splitlines()
+        cut = body[:OUTPUT_LINES_LIMIT]
+        left = len(body) - len(cut)
+        more = [f"{indent}  … {left} more lines: --json has the whole output"] if left else []
+        return [f"{indent}{name}: |", *(f"{indent}  {line}".rstrip() for line in cut), *more]
+    if isinstance(value, str):
+        return [f"{indent}{name}: {value}"]
+    compact = json.dumps(value, sort_keys=True)
+    if len(compact) <= OUTPUT_JSON_LIMIT or not isinstance(value, dict | list):
+        return [f"{indent}{name}: {compact}"]
+    return [f"{indent}{name}: {_shape(value)} (--json has the whole output)"]
+
+
+def render(plan: Plan) -> str:
+    graph = Graph(plan)
+    lines = [header(plan)]
+
+    def walk(parent: str | None, prefix: str) -> None:
+        siblings = graph.children.get(parent, [])
+        for index, r in enumerate(siblings):
+            last = index == len(siblings) - 1
+            branch = "└─ " if last else "├─ "
+            lines.append(f"{prefix}{branch}{r['type']}  {r['name']}{after_text(graph.after(r['name']))}")
+            below = prefix + ("   " if last else "│  ")
+            detail = below + ("│  " if graph.children.get(r["name"]) else "   ")
+            for label, text in review_fields({**r, "inputs": mask(r["inputs"], plan.invented)}):
+                first, *rest = text.splitlines() or [""]
+                lines.append(f"{detail}  {label}: {first}")
+                lines.extend(f"{detail}  {' ' * (len(label) + 2)}{line}" for line in rest)
+            walk(r["name"], below)
+
+    walk(None, "")
+    lines.append("outputs:")
+    for name, value in mask(plan.outputs, plan.invented).items():
+        lines.extend(output_lines(name, value))
+    return "\n".join(lines)
