@@ -16,6 +16,9 @@ FORBIDDEN = {
     "platform": ("components.config", "components.compose", "components.gpu", "components.verify"),
     "gpu": ("components.config", "components.compose", "components.platform", "components.verify"),
     "verify": ("components.config", "components.compose", "components.platform", "components.gpu"),
+    # What runs inside Pods is mounted alone: it imports nothing of the program.
+    "incluster": ("components.config", "components.compose", "components.platform", "components.gpu",
+                  "components.verify", "components.contracts"),
 }  # fmt: skip
 
 

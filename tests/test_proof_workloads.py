@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from components import incluster
 from components.compose.proof import expectations
 from components.images import mirrored
+from components.incluster.expectation import Expectation
 from components.plan import Plan
 from components.verify import workloads
 from tests.helpers import k8s_schema
@@ -175,11 +177,12 @@ def test_whole_gpu_pod_only_on_gke_waited_for_before_the_slices(plans: dict[str,
 
 def test_probe_configmap_holds_the_probe_files_mounted_read_only(plans: dict[str, Plan]) -> None:
     cm = plans["k3s"].one("kubernetes:core/v1:ConfigMap", f"{PREFIX}-probes")
-    verify_dir = Path(workloads.__file__).parent
-    expected = {p.name: p.read_text() for p in (verify_dir / "probes").glob("*.py") if p.name != "__init__.py"}
-    expected["judge.py"] = (verify_dir / "judge.py").read_text()
+    folder = Path(incluster.__file__).parent
+    expected = {p.name: p.read_text() for p in folder.glob("*.py") if p.name != "__init__.py"}
     assert cm["inputs"]["data"] == expected
-    assert {"memory.py", "compute.py", "verifier.py", "judge.py"} <= set(expected)
+    assert {"memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "expectation.py", "kube.py"} <= set(
+        expected
+    )
     spec = pod(plans["k3s"], "pod-a")["inputs"]["spec"]
     assert spec["volumes"][0]["configMap"]["name"] == cm["inputs"]["metadata"]["name"]
     assert spec["containers"][0]["volumeMounts"] == [{"name": "probes", "mountPath": "/gpushare", "readOnly": True}]
@@ -222,16 +225,32 @@ def test_expectations_follow_the_contract_and_config(tmp_path: Path) -> None:
     raw, _ = read_stack_config("gke", [])
     cfg = parse({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
     expect = expectations(cfg, KAI_GKE)
-    assert expect["pods"] == ["kai-hami-lab12-a", "kai-hami-lab12-b"]
-    assert expect["overcommitPod"] is None and expect["wholeGpuPod"] == "gpushare-whole-gpu"
-    assert expect["nodeMemoryLabel"] == "nvidia.com/gpu.memory"
-    assert (expect["visibleMiB"], expect["sliceMiB"], expect["cardMiB"]) == (4147, 4096, 15360)
-    assert (expect["holdMiB"], expect["extraMiB"]) == (3072, 2048)
-    assert expect["monitor"]["namespace"] == "kai-resource-isolator"
-    assert expect["checks"] == list(KAI_GKE.checks)
-    assert expect["computePods"] == []
+    assert expect.pods == ("kai-hami-lab12-a", "kai-hami-lab12-b")
+    assert expect.mechanism == "hami-core"
+    assert expect.overcommit_pod is None and expect.whole_gpu_pod == "gpushare-whole-gpu"
+    assert expect.node_memory_label == "nvidia.com/gpu.memory"
+    assert (expect.visible_mib, expect.slice_mib, expect.card_mib) == (4147, 4096, 15360)
+    assert (expect.hold_mib, expect.extra_mib) == (3072, 2048)
+    assert expect.monitor is not None and expect.monitor.namespace == "kai-resource-isolator"
+    assert expect.checks == tuple(KAI_GKE.checks)
+    assert expect.compute_pods == ()
     hami = expectations(cfg, HAMI_K3S)
-    assert hami["overcommitPod"] == "hami-oversubscribe" and hami["pendingReason"] == "CardInsufficientMemory"
+    assert hami.overcommit_pod == "hami-oversubscribe" and hami.pending_reason == "CardInsufficientMemory"
+    assert hami.overcommit_mib == HAMI_K3S.overcommit_mib
+    # The wire form is what the verifier parses: the same structure comes back.
+    assert Expectation.parse(hami.to_json()) == hami
+
+
+def test_a_check_the_mechanism_does_not_offer_is_refused_when_planned() -> None:
+    from dataclasses import replace
+
+    from components.config import parse
+    from components.plan import read_stack_config
+
+    raw, _ = read_stack_config("gke", [])
+    cfg = parse({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+    with pytest.raises(ValueError, match="the mps mechanism does not offer the checks"):
+        expectations(cfg, replace(KAI_GKE, mechanism="mps"))
 
 
 def test_verification_disabled_says_so_and_registers_no_pods(tmp_path: Path) -> None:
@@ -242,20 +261,24 @@ def test_verification_disabled_says_so_and_registers_no_pods(tmp_path: Path) -> 
 
 
 def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Plan]) -> None:
-    from components.verify import judge
+    from components.incluster import judge
 
-    expect = json.loads(
+    expect = Expectation.parse(
         next(
             e["value"]
             for e in plans["cluster"].one(POD, "gpushare-proof-verifier-pod")["inputs"]["spec"]["containers"][0]["env"]
             if e["name"] == "GPUSHARE_EXPECT"
         )
     )
-    assert expect["computePods"] == ["gpu-slice-a"]
-    compute = {"probe": "compute", "ok": True, "ratio": {"many_blocks": 0.32, "few_blocks": 0.98}}
+    assert expect.compute_pods == ("gpu-slice-a",)
+    card = "GPU-fb0031a8-bcd7-e7b6-1fd9-5c81d4d627f9"
+    compute = {"probe": "compute", "ok": True, "gpu_uuid": card, "seconds": 20,
+               "env": {"CUDA_DEVICE_SM_LIMIT": str(expect.cores_percent)},
+               "ratio": {"many_blocks": expect.cores_percent / 100, "few_blocks": 0.98}}  # fmt: skip
+    memory = {"probe": "memory", "gpu_uuid": card}
     evidence = {
         "pods": {
-            "gpu-slice-a": {"phase": "Running", "logs": json.dumps(compute) + "\n"},
+            "gpu-slice-a": {"phase": "Running", "logs": json.dumps(compute) + "\n" + json.dumps(memory) + "\n"},
             "gpu-slice-b": {"phase": "Running", "logs": ""},
         }
     }

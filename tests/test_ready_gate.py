@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from components.gpu import ready_gate_pod
-from components.gpu.ready_gate import SCRIPT
+from components.incluster import ready_gate_pod
+
+GATE_FILE = Path(ready_gate_pod.__file__)
 
 TOKEN = "gate-token"
 
@@ -66,7 +67,7 @@ def _run(base: str, token: Path, timeout: str) -> subprocess.CompletedProcess[st
     env = {"GATE_API": base, "GATE_TOKEN_FILE": str(token), "GATE_READY": "status.state=ready",
            "GATE_PATH": "/apis/nvidia.com/v1/clusterpolicies/cluster-policy", "GATE_TIMEOUT": timeout,
            "GATE_INTERVAL": "0.05"}
-    return subprocess.run([sys.executable, "-c", SCRIPT.read_text()], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(GATE_FILE)], env=env, capture_output=True, text=True,
                           timeout=30, check=False)
 
 
@@ -93,6 +94,10 @@ def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) 
     assert (env["GATE_PATH"], env["GATE_READY"]) == ("/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
                                                      "status.state=ready")
     assert "gpu-operator-release" in gate["dependsOn"]
+    # The gate runs the mounted in-cluster folder, which carries the one API client it shares with the verifier.
+    assert gate["inputs"]["spec"]["containers"][0]["command"] == ["python3", "/gpushare/ready_gate_pod.py"]
+    files = plan.one("kubernetes:core/v1:ConfigMap", "gpu-operator-ready-files")
+    assert {"ready_gate_pod.py", "kube.py"} <= set(files["inputs"]["data"])
     assert "gpu-operator-ready-pod" in plan.one("kubernetes:helm.sh/v3:Release", "hami-release")["dependsOn"]
 
 

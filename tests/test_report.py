@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
-from components.verify import judge, report
-
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def load(stack: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    return (
-        json.loads((FIXTURES / f"{stack}_expect.json").read_text()),
-        json.loads((FIXTURES / f"{stack}_evidence.json").read_text()),
-    )
+from components.incluster import judge, message
+from components.verify import report
+from tests.helpers.recorded import load
 
 
 def test_report_of_a_passing_run_says_what_was_asked_and_seen() -> None:
     expect, evidence = load("cluster")
-    verification = judge.expand(json.loads(judge.compact(judge.judge(expect, evidence))), expect)
+    verification = message.expand(message.decode(message.encode(judge.judge(expect, evidence))), expect)
     text = report.render(verification, expect)
     assert "**Result: PASSED** — 8 of 8 checks passed." in text
     assert "**4000 MiB** and **30%** of the compute of one GPU with **15360 MiB**" in text
     assert text.count("✅ pass") == 8 and "❌" not in text
     assert "cuctxcreate-context" in text and "tried allocate 3.8 GiB" in text
+    assert "Mechanism: `hami-core`" in text
     assert "No Pod holds HAMi quota without running." in text
     assert "not MIG" in text
 
@@ -58,6 +48,6 @@ def test_report_of_the_offline_plan_is_planned_not_yet_run() -> None:
     text = report.render(verification, expect)
     assert "**Planned, not yet run.**" in text
     assert "Result:" not in text and "✅" not in text and "❌" not in text
-    assert text.count("⏳ planned") == len(expect["checks"])
+    assert text.count("⏳ planned") == len(expect.checks)
     assert "4147 MiB in each Pod (the card has 15360)" in text
     assert "not MIG" in text

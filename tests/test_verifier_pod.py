@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from components.incluster import judge, message
+from components.incluster.expectation import Expectation
 from components.mocks import GpushareMocks
 from components.plan import Plan
-from components.verify import collect, judge
+from components.verify import collect
 from components.verify.collect import VerificationFailed
 from tests.helpers import k8s_schema
 from tests.helpers.proof_program import HAMI_K3S, KAI_GKE, plan_proof
@@ -41,13 +43,13 @@ def expect_of(plan: Plan) -> dict[str, Any]:
 
 
 def verdict(expect: dict[str, Any], failing: set[str] = frozenset(), **extra: Any) -> str:
-    """A termination message as the verifier writes it: judge.compact of a judged result."""
+    """A termination message as the verifier writes it: message.encode of a judged result."""
     checks = [
         {**c, "passed": c["id"] not in failing, "observed": f"observed {c['id']}", "evidence": "recorded"}
-        for c in judge.planned_checks(expect)
+        for c in judge.planned_checks(Expectation.parse(expect))
     ]
     result = {"passed": not failing, "checks": checks, "findings": [], "ghostQuota": [], **extra}
-    return judge.compact(result)
+    return message.encode(result)
 
 
 def status_override(message: str | None) -> Callable[[Any, dict[str, Any]], dict[str, Any] | None]:

@@ -2,51 +2,60 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from components.config import GkeStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.proof import SharingProof
 from components.contracts.sharing import SharingSetup
 from components.images import mirrored
+from components.incluster.checks import REGISTRY
+from components.incluster.expectation import Expectation, Monitor, NodeRegistration
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
 from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings
 
 
-def expectations(cfg: StackConfig, proof: SharingProof) -> dict[str, Any]:
-    """The verifier's GPUSHARE_EXPECT: what every check must observe, from the sharing contract and config."""
-    v, monitor = cfg.verify, proof.monitor
+def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
+    """What every check must observe, from the sharing contract and config: the verifier's GPUSHARE_EXPECT."""
+    v, monitor, reg = cfg.verify, proof.monitor, proof.node_registration
     gke = isinstance(cfg, GkeStack)
-    return {
-        "namespace": v.namespace,
-        "system": proof.system,
-        "pods": [f"{v.pod_prefix}-a", f"{v.pod_prefix}-b"],
-        "overcommitPod": OVERCOMMIT_POD if proof.overcommit_request is not None else None,
-        "pendingReason": proof.pending_reason,
-        "wholeGpuPod": WHOLE_GPU_POD if gke else None,
-        "nodeMemoryLabel": NODE_MEMORY_LABEL if gke else None,
-        "cardMiB": cfg.card_mib,
-        "sliceMiB": cfg.slice_mib,
-        "visibleMiB": proof.visible_mib,
-        "limitBytes": proof.limit_bytes,
-        "limitEnv": dict(proof.limit_env),
-        "coresPercent": v.cores_percent,
+    not_offered = [c for c in proof.checks if proof.mechanism not in REGISTRY[c].rules]
+    if not_offered:
+        raise ValueError(f"the {proof.mechanism} mechanism does not offer the checks {not_offered}")
+    return Expectation(
+        namespace=v.namespace,
+        system=proof.system,
+        mechanism=proof.mechanism,
+        pods=(f"{v.pod_prefix}-a", f"{v.pod_prefix}-b"),
+        checks=tuple(proof.checks),
+        card_mib=cfg.card_mib,
+        slice_mib=cfg.slice_mib,
+        visible_mib=proof.visible_mib,
+        limit_bytes=proof.limit_bytes,
+        limit_env=dict(proof.limit_env),
+        preload_library=proof.preload_library,
+        hold_mib=round(v.hold_gib * 1024),
+        extra_mib=round(v.extra_gib * 1024),
+        deadline_seconds=v.deadline_seconds,
+        cores_percent=v.cores_percent,
         # Only A measures compute (workloads.container_command): B's baseline would share A's SMs.
-        "computePods": [f"{v.pod_prefix}-a"] if v.cores_percent is not None else [],
-        "preloadLibrary": proof.preload_library,
-        "holdMiB": round(v.hold_gib * 1024),
-        "extraMiB": round(v.extra_gib * 1024),
-        "sweepGiB": list(v.sweep_gib),
-        "monitor": (
-            {"namespace": monitor.namespace, "labelSelector": monitor.label_selector, "port": monitor.port,
-             "path": monitor.path}
+        compute_pods=(f"{v.pod_prefix}-a",) if v.cores_percent is not None else (),
+        sweep_gib=tuple(v.sweep_gib),
+        overcommit_pod=OVERCOMMIT_POD if proof.overcommit_request is not None else None,
+        overcommit_mib=proof.overcommit_mib if proof.overcommit_request is not None else None,
+        pending_reason=proof.pending_reason,
+        whole_gpu_pod=WHOLE_GPU_POD if gke else None,
+        node_memory_label=NODE_MEMORY_LABEL if gke else None,
+        monitor=(
+            Monitor(monitor.namespace, monitor.label_selector, monitor.port, monitor.path)
             if monitor is not None else None
         ),
-        "nodeRegistration": dict(proof.node_registration) if proof.node_registration is not None else None,
-        "allocationAnnotation": proof.allocation_annotation,
-        "checks": list(proof.checks),
-        "deadlineSeconds": v.deadline_seconds,
-    }  # fmt: skip
+        node_registration=(
+            NodeRegistration(
+                reg["annotation"], reg["resource"], int(reg["slotsPerCard"]), int(reg.get("cardsPerNode", 1))
+            )
+            if reg is not None else None
+        ),
+        allocation_annotation=proof.allocation_annotation,
+    )  # fmt: skip
 
 
 def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -> ProofArgs:

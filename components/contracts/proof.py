@@ -10,28 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-CheckId = Literal[
-    "same-gpu",
-    "view-isolation",
-    "quota-injection",
-    "memory-enforced",
-    "neighbor-isolation",
-    "overcommit-rejected",
-    "monitor-metrics",
-    "preload-mechanism",
-    "compute-limited",
-]
-CHECK_IDS: tuple[CheckId, ...] = (
-    "same-gpu",
-    "view-isolation",
-    "quota-injection",
-    "memory-enforced",
-    "neighbor-isolation",
-    "overcommit-rejected",
-    "monitor-metrics",
-    "preload-mechanism",
-    "compute-limited",
-)
+from components.incluster.checks import CHECKS
+from components.incluster.expectation import Mechanism
+
+CheckId = str
+"""One of CHECK_IDS."""
+CHECK_IDS: tuple[CheckId, ...] = tuple(check.id for check in CHECKS)
+"""Derived from the check objects (components/incluster/checks.py), the only list of checks."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +49,8 @@ class SharingProof:
     """What one sharing system promises for a slice of `slice_mib` (and `cores_percent`), made checkable."""
 
     system: Literal["kai", "hami"]
+    mechanism: Mechanism
+    """What enforces the slice: `hami-core` (KAI and HAMi both preload it), `mps`, `time-sharing`."""
     requests: Sequence[SliceRequest]
     """One request per proof Pod, in order (a, b)."""
     overcommit_request: SliceRequest | None
@@ -86,4 +73,6 @@ class SharingProof:
     checks: Sequence[CheckId] = ()
     """The checks this system's proof runs."""
     notes: Sequence[str] = ()
+    overcommit_mib: int | None = None
+    """The over-commit Pod's memory request, which the proof checks is sized so only the slices keep it out."""
     """What the outputs must say about this proof (for example: privileged Pods are no tenant boundary)."""

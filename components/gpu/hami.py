@@ -168,9 +168,11 @@ def hami_proof(
     )
     return SharingProof(
         system="hami",
+        mechanism="hami-core",
         requests=(request, request),
         overcommit_request=overcommit,
         pending_reason="CardInsufficientMemory",
+        overcommit_mib=overcommit_mib,
         visible_mib=slice_mib,
         limit_bytes=slice_mib * 2**20,
         limit_env=env,

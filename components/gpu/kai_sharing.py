@@ -42,6 +42,7 @@ def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: MonitorTarget 
     checks = KAI_CHECKS if monitor is not None else tuple(c for c in KAI_CHECKS if c != "monitor-metrics")
     return SharingProof(
         system="kai",
+        mechanism="hami-core",
         requests=(kai_slice_request(queue, slice_mib), kai_slice_request(queue, slice_mib)),
         overcommit_request=None,
         pending_reason=None,

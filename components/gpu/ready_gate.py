@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import incluster
 from components.reader_account import reader_account
 
-SCRIPT = Path(__file__).with_name("ready_gate_pod.py")
+SCRIPT = f"{incluster.MOUNT_PATH}/ready_gate_pod.py"
 MARGIN_SECONDS = 120
 """Pulumi's own timeout beyond the gate's: image pull and start."""
 
@@ -40,7 +40,8 @@ class ReadyGateArgs:
 
 
 class ReadyGate(pulumi.ComponentResource):
-    """ServiceAccount, a ClusterRole for `get` on exactly one object, and the Pod Pulumi waits to succeed."""
+    """ServiceAccount, a ClusterRole for `get` on exactly one object, the in-cluster files, and the Pod Pulumi
+    waits to succeed."""
 
     pod: k8s.core.v1.Pod
 
@@ -55,6 +56,12 @@ class ReadyGate(pulumi.ComponentResource):
             rules=[{"apiGroups": [args.api_group], "resources": [args.plural],
                     "resourceNames": [args.object_name], "verbs": ["get"]}],
             after=args.after,
+        )
+        files = k8s.core.v1.ConfigMap(
+            f"{name}-files",
+            metadata={"name": f"{name}-files", "namespace": args.namespace},
+            data=incluster.files(),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
         path = f"/apis/{args.api_group}/{args.version}/{args.plural}/{args.object_name}"
         self.pod = k8s.core.v1.Pod(
@@ -72,14 +79,16 @@ class ReadyGate(pulumi.ComponentResource):
                 "containers": [{
                     "name": "gate",
                     "image": args.image,
-                    "command": ["python3", "-c", SCRIPT.read_text()],
+                    "command": ["python3", SCRIPT],
                     "env": [{"name": "GATE_PATH", "value": path}, {"name": "GATE_READY", "value": args.ready_rule},
                             {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)}],
+                    "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
                 }],
+                "volumes": [{"name": "files", "configMap": {"name": f"{name}-files", "defaultMode": 0o444}}],
             },
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[*args.after, binding],
+                depends_on=[*args.after, binding, files],
                 delete_before_replace=True,
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{args.timeout_seconds + MARGIN_SECONDS}s"),
             ),

@@ -1,20 +1,22 @@
 """Runs in the gate Pod (stdlib only): poll one API object until it reports ready, then exit 0; 1 at the deadline.
 
 Environment: GATE_PATH (API path of the object), GATE_READY (`condition:Ready` or `status.state=ready`),
-GATE_TIMEOUT (seconds). For tests: GATE_API (base URL), GATE_TOKEN_FILE, GATE_CA_FILE.
+GATE_TIMEOUT (seconds). For tests: GATE_API (base URL, plain http allowed), GATE_TOKEN_FILE, GATE_CA_FILE.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import ssl
 import sys
 import time
-import urllib.request
 from typing import Any
 
-SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+try:
+    from . import kube
+except ImportError:  # mounted flat in a Pod and run as a script
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kube  # type: ignore[no-redef]
 
 
 def is_ready(obj: dict[str, Any], rule: str) -> bool:
@@ -30,25 +32,21 @@ def is_ready(obj: dict[str, Any], rule: str) -> bool:
     return node is not None and str(node) == value
 
 
-def _get(url: str, token_file: str, context: ssl.SSLContext | None) -> dict[str, Any]:
-    with open(token_file) as handle:
-        token = handle.read().strip()
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(request, context=context, timeout=10) as response:
-        return json.load(response)
-
-
 def main() -> int:
     path, rule = os.environ["GATE_PATH"], os.environ["GATE_READY"]
-    base = os.environ.get("GATE_API", "https://kubernetes.default.svc")
-    token_file = os.environ.get("GATE_TOKEN_FILE", f"{SERVICE_ACCOUNT}/token")
-    ca_file = os.environ.get("GATE_CA_FILE", f"{SERVICE_ACCOUNT}/ca.crt")
-    context = ssl.create_default_context(cafile=ca_file) if base.startswith("https:") else None
+    base = os.environ.get("GATE_API", kube.IN_CLUSTER_URL)
+    client = kube.ApiClient(
+        base,
+        token_path=os.environ.get("GATE_TOKEN_FILE", f"{kube.SA_DIR}/token"),
+        ca_path=os.environ.get("GATE_CA_FILE", f"{kube.SA_DIR}/ca.crt"),
+        allow_http="GATE_API" in os.environ,
+        timeout=10,
+    )
     deadline = time.monotonic() + float(os.environ.get("GATE_TIMEOUT", "300"))
     last = "not read yet"
     while True:
         try:
-            obj = _get(base + path, token_file, context)
+            obj = client.json(path)
             if is_ready(obj, rule):
                 print(f"ready: {path} ({rule})", flush=True)
                 return 0

@@ -1,14 +1,15 @@
 """The in-cluster verifier: reads the proof from the API server, judges it, writes the verdict.
 
-Standard library only (urllib + ssl), run as `python3 /gpushare/verifier.py` in a slim Python image with
-a read-only ServiceAccount. It waits (until the expectation's deadline) for every proof Pod's probe
+Standard library only (its API client is kube.py), run as `python3 /gpushare/verifier.py` in a slim Python
+image with a read-only ServiceAccount. It waits (until the expectation's deadline) for every proof Pod's probe
 JSON, gives the over-commit Pod time to be (not) scheduled, then reads Pods, their logs and events,
 their nodes, and the node-local monitor's metrics through the API server's Pod proxy. It prints the
-full evidence and the verdict to stdout as JSON lines and writes the compact verdict to the
-termination message, where Pulumi reads it. It exits 0 whenever a verdict was written, failing or not.
+full evidence and the verdict to stdout as JSON lines and writes the verdict to the termination message
+(message.py: compressed when it must be, never a finding dropped), where Pulumi reads it. It exits 0 whenever
+a verdict was written, failing or not.
 
 Environment:
-  GPUSHARE_EXPECT                 the expectation JSON (required)
+  GPUSHARE_EXPECT                 the expectation JSON (expectation.py; required)
   GPUSHARE_API_URL                default https://kubernetes.default.svc
   GPUSHARE_TOKEN_PATH / _CA_PATH  default the ServiceAccount mount
   GPUSHARE_ALLOW_HTTP=1           accept a plain-http API URL (tests only)
@@ -19,26 +20,29 @@ Environment:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import ssl
 import sys
 import time
 import traceback
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
-    import judge  # type: ignore[import-not-found]  # mounted flat beside this file in the cluster
-except ImportError:
-    from components.verify import judge
+    from . import judge, message
+    from .evidence import HAMI_BIND_ANNOTATIONS
+    from .expectation import Expectation
+    from .kube import SA_DIR, ApiClient, ApiError
+    from .parse import probe_results
+except ImportError:  # mounted flat in a Pod and run as a script
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import judge  # type: ignore[no-redef]
+    import message  # type: ignore[no-redef]
+    from evidence import HAMI_BIND_ANNOTATIONS  # type: ignore[no-redef]
+    from expectation import Expectation  # type: ignore[no-redef]
+    from kube import SA_DIR, ApiClient, ApiError  # type: ignore[no-redef]
+    from parse import probe_results  # type: ignore[no-redef]
 
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULTS = {
     "GPUSHARE_API_URL": "https://kubernetes.default.svc",
     "GPUSHARE_TOKEN_PATH": f"{SA_DIR}/token",
@@ -51,63 +55,6 @@ LOG_TAIL_LINES = 400
 """The probe JSON is the log's last lines; the human lines before it need not all be read."""
 
 
-class ApiError(Exception):
-    """An API request that failed, with its HTTP status (0 when the server was not reached)."""
-
-    def __init__(self, path: str, status: int, detail: str) -> None:
-        super().__init__(f"GET {path}: {status or 'unreachable'} {detail}".strip())
-        self.status = status
-
-
-class ApiClient:
-    """GET-only client for the Kubernetes API with a bearer token re-read on each call (tokens rotate)."""
-
-    def __init__(
-        self, base_url: str, token_path: str, ca_path: str, allow_http: bool = False, timeout: float = 15.0
-    ) -> None:
-        scheme = urllib.parse.urlsplit(base_url).scheme
-        if scheme != "https" and not (scheme == "http" and allow_http):
-            raise ValueError(f"refusing API URL {base_url!r}: https only (GPUSHARE_ALLOW_HTTP=1 is for tests)")
-        self.base_url = base_url.rstrip("/")
-        self.token_path = token_path
-        self.timeout = timeout
-        self.context: ssl.SSLContext | None = None
-        if scheme == "https":
-            self.context = ssl.create_default_context(cafile=ca_path if os.path.exists(ca_path) else None)
-
-    def _token(self) -> str:
-        try:
-            with open(self.token_path, encoding="utf-8") as handle:
-                return handle.read().strip()
-        except OSError:
-            return ""
-
-    def get(self, path: str, query: Mapping[str, str] | None = None) -> bytes:
-        url = self.base_url + urllib.parse.quote(path, safe="/:")
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
-        request = urllib.request.Request(url, headers={"Accept": "application/json, */*"})
-        token = self._token()
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            body = exc.read().decode("utf-8", "replace")
-            with contextlib.suppress(ValueError, AttributeError):
-                body = json.loads(body).get("message", body)
-            raise ApiError(path, exc.code, str(body)[:300]) from exc
-        except (urllib.error.URLError, OSError) as exc:
-            raise ApiError(path, 0, str(getattr(exc, "reason", exc))) from exc
-
-    def json(self, path: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return json.loads(self.get(path, query).decode("utf-8"))
-
-    def text(self, path: str, query: Mapping[str, str] | None = None) -> str:
-        return self.get(path, query).decode("utf-8", "replace")
-
-
 # ---------------------------------------------------------------- reading objects
 
 
@@ -118,6 +65,7 @@ def pod_evidence(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "name": meta.get("name"),
         "namespace": meta.get("namespace"),
+        "creationTimestamp": meta.get("creationTimestamp"),
         "phase": status.get("phase"),
         "nodeName": spec.get("nodeName"),
         "annotations": dict(meta.get("annotations") or {}),
@@ -153,12 +101,8 @@ def read_pod(client: ApiClient, namespace: str, name: str, with_log: bool) -> di
 
 
 def read_events(client: ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
-    items = (
-        client.json(f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": f"involvedObject.name={name}"}).get(
-            "items"
-        )
-        or []
-    )
+    query = {"fieldSelector": f"involvedObject.name={name}"}
+    items = client.json(f"/api/v1/namespaces/{namespace}/events", query).get("items") or []
     return [
         {
             "reason": e.get("reason"),
@@ -166,32 +110,32 @@ def read_events(client: ApiClient, namespace: str, name: str) -> list[dict[str, 
             "source": (e.get("source") or {}).get("component") or e.get("reportingComponent"),
             "type": e.get("type"),
             "count": e.get("count"),
+            # When it last happened: the judge counts only events since the Pod's creation.
+            "lastTimestamp": e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp"),
         }
         for e in items
     ]
 
 
-def read_monitor(client: ApiClient, monitor: Mapping[str, Any], node: str) -> str:
+def read_monitor(client: ApiClient, expect: Expectation, node: str) -> str:
     """The metrics text of the monitor Pod on `node`, through the API server's Pod proxy."""
-    items = (
-        client.json(
-            f"/api/v1/namespaces/{monitor['namespace']}/pods",
-            {"labelSelector": monitor["labelSelector"], "fieldSelector": f"spec.nodeName={node}"},
-        ).get("items")
-        or []
-    )
+    monitor = expect.monitor
+    if monitor is None:
+        raise LookupError("no monitor is expected")
+    query = {"labelSelector": monitor.label_selector, "fieldSelector": f"spec.nodeName={node}"}
+    items = client.json(f"/api/v1/namespaces/{monitor.namespace}/pods", query).get("items") or []
     running = [p for p in items if (p.get("status") or {}).get("phase") == "Running"]
     if not running:
-        raise LookupError(f"monitor on node {node}: no Running Pod matches {monitor['labelSelector']}")
+        raise LookupError(f"monitor on node {node}: no Running Pod matches {monitor.label_selector}")
     name = running[0]["metadata"]["name"]
-    path = "/" + str(monitor.get("path") or "/metrics").lstrip("/")
-    return client.text(f"/api/v1/namespaces/{monitor['namespace']}/pods/{name}:{monitor['port']}/proxy{path}")
+    path = "/" + monitor.path.lstrip("/")
+    return client.text(f"/api/v1/namespaces/{monitor.namespace}/pods/{name}:{monitor.port}/proxy{path}")
 
 
-def _has_results(expect: Mapping[str, Any], pod: Mapping[str, Any], name: str | None = None) -> bool:
-    found = judge.probe_results(pod.get("logs") or "")
-    measures_compute = name is None or name in (expect.get("computePods") or expect.get("pods") or [name])
-    return "memory" in found and (expect.get("coresPercent") is None or not measures_compute or "compute" in found)
+def _has_results(expect: Expectation, pod: Mapping[str, Any], name: str) -> bool:
+    found = probe_results(pod.get("logs") or "")
+    measures_compute = name in (expect.compute_pods or expect.pods)
+    return "memory" in found and (expect.cores_percent is None or not measures_compute or "compute" in found)
 
 
 # ---------------------------------------------------------------- waiting and collecting
@@ -199,21 +143,21 @@ def _has_results(expect: Mapping[str, Any], pod: Mapping[str, Any], name: str | 
 
 def wait_for_results(
     client: ApiClient,
-    expect: Mapping[str, Any],
+    expect: Expectation,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
     poll: float,
     grace: float,
 ) -> list[str]:
-    """Poll until every proof Pod has printed its probe JSON (or ended) and the over-commit Pod had `grace`
-    seconds beside Running proof Pods; returns what was still missing at the deadline ([] when complete)."""
-    namespace = expect["namespace"]
-    deadline = clock() + float(expect.get("deadlineSeconds") or 900)
+    """Poll until every proof Pod has printed its probe JSON (or ended), every Pod-level try has ended, and the
+    over-commit Pod had `grace` seconds beside Running proof Pods; returns what was still missing at the deadline."""
+    namespace = expect.namespace
+    deadline = clock() + float(expect.deadline_seconds)
     running_since: float | None = None
     while True:
         waiting: list[str] = []
         all_running, any_ended = True, False
-        for name in expect.get("pods") or []:
+        for name in expect.pods:
             try:
                 pod = read_pod(client, namespace, name, with_log=True)
             except ApiError as exc:
@@ -224,32 +168,36 @@ def wait_for_results(
             any_ended = any_ended or pod["phase"] in ("Succeeded", "Failed")
             if not _has_results(expect, pod, name) and pod["phase"] not in ("Succeeded", "Failed"):
                 waiting.append(f"Pod {name} ({pod['phase']}) has not printed its probe result")
-        whole = expect.get("wholeGpuPod")
-        if whole:
+        for name, what in [
+            (expect.whole_gpu_pod, "whole-GPU Pod"),
+            *((t.pod, "Pod-level try") for t in expect.pod_tries),
+        ]:
+            if not name:
+                continue
             try:
-                phase = read_pod(client, namespace, whole, with_log=False)["phase"]
+                phase = read_pod(client, namespace, name, with_log=False)["phase"]
                 if phase not in ("Succeeded", "Failed"):
-                    waiting.append(f"whole-GPU Pod {whole} is {phase}")
+                    waiting.append(f"{what} {name} is {phase}")
             except ApiError as exc:
-                waiting.append(f"whole-GPU Pod {whole}: {exc}")
-        if expect.get("overcommitPod") and not any_ended:  # an ended proof Pod holds no slice: nothing to wait for
+                waiting.append(f"{what} {name}: {exc}")
+        if expect.overcommit_pod and not any_ended:  # an ended proof Pod holds no slice: nothing to wait for
             if all_running and running_since is None:
                 running_since = clock()
             if running_since is None or clock() - running_since < grace:
-                waiting.append(f"over-commit Pod {expect['overcommitPod']} is given {grace:.0f} s to be scheduled")
+                waiting.append(f"over-commit Pod {expect.overcommit_pod} is given {grace:.0f} s to be scheduled")
         if not waiting:
             return []
         if clock() >= deadline:
-            return [f"deadline of {expect.get('deadlineSeconds')} s passed while waiting: " + "; ".join(waiting)]
+            return [f"deadline of {expect.deadline_seconds} s passed while waiting: " + "; ".join(waiting)]
         sleep(poll)
 
 
-def collect(client: ApiClient, expect: Mapping[str, Any]) -> dict[str, Any]:
+def collect(client: ApiClient, expect: Expectation) -> dict[str, Any]:
     """Everything the judge reads, with each read's failure recorded in `errors` instead of raised."""
-    namespace = expect["namespace"]
+    namespace = expect.namespace
     evidence: dict[str, Any] = {"pods": {}, "nodes": {}, "metrics": {}, "errors": []}
     errors: list[str] = evidence["errors"]
-    names = [*(expect.get("pods") or []), expect.get("overcommitPod"), expect.get("wholeGpuPod")]
+    names = [*expect.pods, expect.overcommit_pod, expect.whole_gpu_pod, *(t.pod for t in expect.pod_tries)]
     for name in [n for n in names if n]:
         try:
             pod = read_pod(client, namespace, name, with_log=True)
@@ -262,23 +210,22 @@ def collect(client: ApiClient, expect: Mapping[str, Any]) -> dict[str, Any]:
             evidence["nodes"][node] = node_evidence(client.json(f"/api/v1/nodes/{node}"))
         except ApiError as exc:
             errors.append(f"node {node}: {exc}")
-    monitor = expect.get("monitor")
-    if monitor:
-        proof_nodes = {(evidence["pods"].get(n) or {}).get("nodeName") for n in expect.get("pods") or []}
+    if expect.monitor is not None:
+        proof_nodes = {(evidence["pods"].get(n) or {}).get("nodeName") for n in expect.pods}
         for node in sorted(n for n in proof_nodes if n):
             try:
-                evidence["metrics"][node] = read_monitor(client, monitor, node)
+                evidence["metrics"][node] = read_monitor(client, expect, node)
             except (ApiError, LookupError, KeyError) as exc:
                 errors.append(f"monitor on node {node}: {exc}")
-    if expect.get("allocationAnnotation"):
+    if expect.allocation_annotation:
         evidence["quotaPods"] = read_quota_pods(client, expect, errors)
     return evidence
 
 
-def read_quota_pods(client: ApiClient, expect: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+def read_quota_pods(client: ApiClient, expect: Expectation, errors: list[str]) -> dict[str, Any]:
     """Every Pod carrying HAMi's allocation or bind annotations (cluster-wide, else the proof namespace)."""
-    keys = (expect["allocationAnnotation"], *judge.HAMI_BIND_ANNOTATIONS)
-    for path in ("/api/v1/pods", f"/api/v1/namespaces/{expect['namespace']}/pods"):
+    keys = (expect.allocation_annotation, *HAMI_BIND_ANNOTATIONS)
+    for path in ("/api/v1/pods", f"/api/v1/namespaces/{expect.namespace}/pods"):
         try:
             items = client.json(path).get("items") or []
         except ApiError as exc:
@@ -287,7 +234,7 @@ def read_quota_pods(client: ApiClient, expect: Mapping[str, Any], errors: list[s
         pods = {}
         for obj in items:
             pod = pod_evidence(obj)
-            if any(pod["annotations"].get(k) for k in keys):
+            if any(pod["annotations"].get(k) for k in keys if k):
                 pods[f"{pod['namespace']}/{pod['name']}"] = pod
         return pods
     return {}
@@ -295,7 +242,7 @@ def read_quota_pods(client: ApiClient, expect: Mapping[str, Any], errors: list[s
 
 def verify(
     client: ApiClient,
-    expect: Mapping[str, Any],
+    expect: Expectation,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     poll: float = 5.0,
@@ -323,9 +270,9 @@ def main(
     """Run the verifier; 0 when a verdict (passing or failing) reached the termination message."""
     env = dict(os.environ if env is None else env)
     setting = {**DEFAULTS, **{k: v for k, v in env.items() if k in DEFAULTS}}
-    expect: dict[str, Any] = {}
+    expect: Expectation | None = None
     try:
-        expect = json.loads(env.get("GPUSHARE_EXPECT") or "")
+        expect = Expectation.parse(env.get("GPUSHARE_EXPECT") or "")
         client = ApiClient(
             setting["GPUSHARE_API_URL"],
             setting["GPUSHARE_TOKEN_PATH"],
@@ -344,11 +291,11 @@ def main(
     except Exception as exc:  # a crash still ends in a verdict, so Pulumi reads why instead of a timeout
         traceback.print_exc()
         reason = f"verifier crashed: {type(exc).__name__}: {exc}"
-        result = judge.failed_verdict(expect if isinstance(expect, dict) else {}, reason)
+        result = judge.failed_verdict(expect, reason)
     _emit("verification", result)
     try:
         with open(setting["GPUSHARE_TERMINATION_LOG"], "w", encoding="utf-8") as handle:
-            handle.write(judge.compact(result))
+            handle.write(message.encode(result))
     except OSError as exc:
         print(f"could not write the termination message: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,6 @@ planned checks with `passed: None`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,8 +14,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.incluster import judge, message
+from components.incluster.expectation import Expectation
 from components.reader_account import reader_account
-from components.verify import judge, report
+from components.verify import report
 from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_TERMINATED
 
 VERIFIER_POD = "gpushare-verifier"
@@ -41,8 +42,8 @@ class VerifierArgs:
 
     provider: k8s.Provider
     namespace: pulumi.Input[str]
-    expect: Mapping[str, Any]
-    """The expectations JSON (proof.expectations): the verifier's GPUSHARE_EXPECT, and the judge's input here."""
+    expect: Expectation
+    """What the checks compare against (proof.expectations): the verifier's GPUSHARE_EXPECT as JSON."""
     image: str
     config_map_name: str
     proof_pods: Sequence[pulumi.Resource]
@@ -52,9 +53,9 @@ class VerifierArgs:
     """A new value replaces the verifier Pod, so it judges the new proof Pods."""
 
 
-def planned_verification(expect: Mapping[str, Any]) -> dict[str, Any]:
+def planned_verification(expect: Expectation) -> dict[str, Any]:
     """The verdict before anything ran: every planned check with its expectation, none claimed."""
-    return {"passed": None, "checks": judge.planned_checks(dict(expect)), "findings": []}
+    return {"passed": None, "mechanism": expect.mechanism, "checks": judge.planned_checks(expect), "findings": []}
 
 
 def _field(obj: Any, camel: str, snake: str) -> Any:
@@ -74,18 +75,16 @@ def termination_message(status: Any) -> str | None:
     return message or None
 
 
-def verdict_from_status(status: Any, expect: Mapping[str, Any]) -> dict[str, Any]:
-    """The verifier Pod's status → the full `verification` output (judge.expand of its compact message)."""
-    message = termination_message(status)
-    if message is None:
+def verdict_from_status(status: Any, expect: Expectation) -> dict[str, Any]:
+    """The verifier Pod's status → the full `verification` output (message.expand of its termination message)."""
+    text = termination_message(status)
+    if text is None:
         return judge.failed_verdict(expect, "the verifier Pod ended without a termination message; read its log")
     try:
-        compact = json.loads(message)
-    except json.JSONDecodeError:
-        return judge.failed_verdict(expect, f"the verifier's termination message is not JSON: {message[:200]!r}")
-    if not isinstance(compact, dict):
-        return judge.failed_verdict(expect, "the verifier's termination message is not a JSON object")
-    return judge.expand(compact, dict(expect))
+        compact = message.decode(text)
+    except ValueError as exc:
+        return judge.failed_verdict(expect, f"the verifier's termination message is unreadable ({exc}): {text[:200]!r}")
+    return {"mechanism": expect.mechanism, **message.expand(compact, expect)}
 
 
 def failing_checks(verification: Mapping[str, Any]) -> list[str]:
@@ -119,7 +118,7 @@ class Verifier(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: VerifierArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:verify:Verifier", name, None, opts)
-        expect = dict(args.expect)
+        expect = args.expect
 
         def child(*after: pulumi.Resource, replace_first: bool = False) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions(
@@ -130,7 +129,7 @@ class Verifier(pulumi.ComponentResource):
             )
 
         # Cluster-scoped names carry the proof namespace, so two stacks on one cluster do not collide.
-        role_name = f"{expect['namespace']}-verifier"
+        role_name = f"{expect.namespace}-verifier"
         account, binding = reader_account(
             self,
             name,
@@ -144,26 +143,26 @@ class Verifier(pulumi.ComponentResource):
         )
         subject = [{"kind": "ServiceAccount", "name": VERIFIER_POD, "namespace": args.namespace}]
         access: list[pulumi.Resource] = [account, binding]
-        monitor = expect.get("monitor")
-        if monitor:
+        monitor = expect.monitor
+        if monitor is not None:
             # The monitor's metrics through the API server's Pod proxy: only in its namespace, only get.
             proxy_role = k8s.rbac.v1.Role(
                 f"{name}-monitor-proxy",
-                metadata={"name": role_name, "namespace": monitor["namespace"], "labels": COMMON_LABELS},
+                metadata={"name": role_name, "namespace": monitor.namespace, "labels": COMMON_LABELS},
                 rules=[dict(PROXY_RULE)],
                 opts=child(),
             )
             access.append(
                 k8s.rbac.v1.RoleBinding(
                     f"{name}-monitor-proxy-binding",
-                    metadata={"name": role_name, "namespace": monitor["namespace"], "labels": COMMON_LABELS},
+                    metadata={"name": role_name, "namespace": monitor.namespace, "labels": COMMON_LABELS},
                     role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
                     subjects=subject,
                     opts=child(proxy_role, account),
                 )
             )
 
-        timeout = f"{int(expect['deadlineSeconds']) + DEADLINE_MARGIN_SECONDS}s"
+        timeout = f"{expect.deadline_seconds + DEADLINE_MARGIN_SECONDS}s"
         self.pod = k8s.core.v1.Pod(
             f"{name}-pod",
             metadata={
@@ -185,7 +184,7 @@ class Verifier(pulumi.ComponentResource):
                         "image": args.image,
                         "command": ["python3", f"{MOUNT_PATH}/verifier.py"],
                         "env": [
-                            {"name": "GPUSHARE_EXPECT", "value": json.dumps(expect, sort_keys=True)},
+                            {"name": "GPUSHARE_EXPECT", "value": expect.to_json()},
                             {"name": "PYTHONUNBUFFERED", "value": "1"},
                         ],
                         "volumeMounts": [{"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}],

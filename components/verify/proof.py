@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.contracts.proof import SharingProof
+from components.incluster.expectation import Expectation
 from components.verify.collect import Verifier, VerifierArgs
 from components.verify.workloads import (
     COMMON_LABELS,
@@ -41,7 +42,7 @@ class ProofArgs:
     namespace: str
     pod_prefix: str
     proof: SharingProof
-    expect: Mapping[str, Any]
+    expect: Expectation
     probes: ProbeSettings
     image: str
     smi_image: str | None

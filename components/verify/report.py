@@ -5,9 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components.incluster.expectation import Expectation
+
 SYSTEMS = {
     "kai": "KAI Scheduler with HAMi-core (kai-resource-isolator)",
     "hami": "HAMi (scheduler, device plugin and HAMi-core)",
+}
+MECHANISMS = {
+    "hami-core": "HAMi-core, a library preloaded into each container, rewrites the GPU's view and refuses what"
+    " exceeds the quota",
+    "mps": "NVIDIA MPS: one server process per card; each client's memory is capped by its pinned limit and its"
+    " compute by its active-thread percentage; the view is not rewritten",
+    "time-sharing": "time-sharing: the Pods take turns on the whole card; nothing limits a Pod's memory or compute",
 }
 SOFTWARE_NOTE = (
     "This is **software isolation**: HAMi-core (`libvgpu.so`, preloaded into each container) intercepts CUDA"
@@ -28,28 +37,28 @@ def _result(passed: Any) -> str:
     return {True: "✅ pass", False: "❌ fail"}.get(passed, "⏳ planned")
 
 
-def _asked(expect: Mapping[str, Any]) -> list[str]:
-    pods = expect.get("pods") or []
-    system = SYSTEMS.get(str(expect.get("system")), str(expect.get("system")))
-    cores = expect.get("coresPercent")
-    limit_mib = int(expect.get("limitBytes") or 0) / MIB
+def _asked(expect: Expectation) -> list[str]:
+    pods = expect.pods
+    system = SYSTEMS.get(expect.system, expect.system)
+    cores = expect.cores_percent
     lines = [
         "## What was asked",
         "",
         f"- Sharing system: {system}.",
+        f"- Mechanism: `{expect.mechanism}` — {MECHANISMS.get(expect.mechanism, expect.mechanism)}.",
         f"- {len(pods)} Pods ({', '.join(f'`{p}`' for p in pods)}) each ask for a slice of"
-        f" **{expect.get('sliceMiB')} MiB**"
+        f" **{expect.slice_mib} MiB**"
         + (f" and **{cores}%** of the compute" if cores is not None else "")
-        + f" of one GPU with **{expect.get('cardMiB')} MiB**.",
-        f"- Inside each Pod the GPU must look like a {expect.get('visibleMiB')} MiB card, and allocations"
-        f" beyond the quota ({expect.get('limitBytes')} bytes = {limit_mib:.0f} MiB) must be refused.",
-        f"- Each Pod holds {expect.get('holdMiB')} MiB while its neighbour does the same, then asks for"
-        f" {expect.get('extraMiB')} MiB more.",
+        + f" of one GPU with **{expect.card_mib} MiB**.",
+        f"- Inside each Pod the GPU must look like a {expect.visible_mib} MiB card, and allocations"
+        f" beyond the quota ({expect.limit_bytes} bytes = {expect.limit_mib:.0f} MiB) must be refused.",
+        f"- Each Pod holds {expect.hold_mib} MiB while its neighbour does the same, then asks for"
+        f" {expect.extra_mib} MiB more.",
     ]
-    if expect.get("overcommitPod"):
+    if expect.overcommit_pod:
         lines.append(
-            f"- A third Pod, `{expect['overcommitPod']}`, asks for more than the card has left and must stay"
-            f" Pending (`{expect.get('pendingReason')}`)."
+            f"- A third Pod, `{expect.overcommit_pod}`, asks for {expect.overcommit_mib} MiB, more than the card has"
+            f" left beside the slices, and must stay Pending (`{expect.pending_reason}`)."
         )
     return lines
 
@@ -71,15 +80,18 @@ def _checks_table(checks: list[Mapping[str, Any]], planned: bool) -> list[str]:
     return rows
 
 
-def _findings(findings: list[Mapping[str, Any]]) -> list[str]:
+def _findings(findings: list[Mapping[str, Any]], cut: list[str]) -> list[str]:
     lines = ["## Findings (reported, never counted into the result)", ""]
     if not findings:
         return [*lines, "No probe reported a way around the limits on this cluster."]
-    lines.append("What software isolation did not stop here, each with what was tried and what happened:")
+    lines.append("What was tried to get around the limits here, and what happened:")
     lines.append("")
     for f in findings:
         where = f" in `{f['pod']}`" if f.get("pod") else ""
-        lines.append(f"- **{f.get('id')}**{where}: tried {f.get('tried')}; observed {f.get('observed')}.")
+        outcome = {True: "bypassed", False: "held"}.get(f.get("bypassed"), f"not tried: {f.get('why')}")
+        lines.append(f"- **{f.get('id')}**{where} ({outcome}): tried {f.get('tried')}; observed {f.get('observed')}.")
+    if cut:
+        lines += ["", f"Shortened to fit the termination message: {'; '.join(cut)}."]
     return lines
 
 
@@ -102,7 +114,7 @@ def _ghosts(ghosts: list[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def render(verification: Mapping[str, Any], expect: Mapping[str, Any]) -> str:
+def render(verification: Mapping[str, Any], expect: Expectation) -> str:
     """Markdown: what was asked, what was seen, pass/fail per check, findings, ghost quota, what this is not."""
     passed = verification.get("passed")
     checks = list(verification.get("checks") or [])
@@ -120,11 +132,13 @@ def render(verification: Mapping[str, Any], expect: Mapping[str, Any]) -> str:
         )
         if verification.get("error"):
             lines += ["", f"The verifier reported an error: {verification['error']}"]
+        if verification.get("cut"):
+            lines += ["", f"Parts were shortened to fit; the whole verdict is in {verification.get('wholeVerdict')}."]
     lines += ["", *_asked(expect), "", "## Checks" if passed is None else "## What was seen", ""]
     lines += _checks_table(checks, planned=passed is None)
     if passed is not None:
-        lines += ["", *_findings(list(verification.get("findings") or []))]
-        if expect.get("system") == "hami" or verification.get("ghostQuota"):
+        lines += ["", *_findings(list(verification.get("findings") or []), list(verification.get("cut") or []))]
+        if expect.system == "hami" or verification.get("ghostQuota"):
             lines += ["", *_ghosts(list(verification.get("ghostQuota") or []))]
     lines += ["", "## What this is not", "", SOFTWARE_NOTE, ""]
     return "\n".join(lines)

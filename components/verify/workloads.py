@@ -10,18 +10,16 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import incluster
 from components.contracts.proof import SharingProof, SliceRequest
 
-PROBE_DIR = Path(__file__).resolve().parent / "probes"
-JUDGE_FILE = Path(__file__).resolve().parent / "judge.py"
-REQUIRED_PROBES = ("memory.py", "compute.py", "verifier.py")
-MOUNT_PATH = "/gpushare"
+REQUIRED_FILES = ("memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "kube.py")
+MOUNT_PATH = incluster.MOUNT_PATH
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"
 OVERCOMMIT_POD = "hami-oversubscribe"
@@ -71,12 +69,11 @@ class ProofWorkloadsArgs:
 
 
 def probe_files() -> dict[str, str]:
-    """The files mounted at /gpushare: every probe and helper, plus the judge the verifier imports."""
-    missing = [name for name in REQUIRED_PROBES if not (PROBE_DIR / name).is_file()]
-    if missing or not JUDGE_FILE.is_file():
-        raise FileNotFoundError(f"proof files missing: {', '.join(missing or ['judge.py'])} under {PROBE_DIR.parent}")
-    files = {p.name: p.read_text() for p in sorted(PROBE_DIR.glob("*.py")) if p.name != "__init__.py"}
-    files["judge.py"] = JUDGE_FILE.read_text()
+    """The files mounted at /gpushare: the whole in-cluster folder (probes, verifier, judge, checks, API client)."""
+    files = incluster.files()
+    missing = [name for name in REQUIRED_FILES if name not in files]
+    if missing:
+        raise FileNotFoundError(f"in-cluster files missing: {', '.join(missing)} under {incluster.HERE}")
     return files
 
 

@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-PROBES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "components", "verify", "probes")
+PROBES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "components", "incluster")
 sys.path.insert(0, os.path.abspath(PROBES))
 
 from _cuda import MIB, Cuda, ProbeError  # noqa: E402

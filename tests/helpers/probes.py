@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-PROBES = Path(__file__).resolve().parent.parent.parent / "components" / "verify" / "probes"
+PROBES = Path(__file__).resolve().parent.parent.parent / "components" / "incluster"
 
 
 def load_probe(name: str) -> ModuleType:

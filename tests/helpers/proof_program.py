@@ -31,8 +31,10 @@ def _hami_request(mib: int, cores: int | None = None) -> SliceRequest:
 
 HAMI_K3S = SharingProof(
     system="hami",
+    mechanism="hami-core",
     requests=(_hami_request(8000), _hami_request(8000)),
     overcommit_request=_hami_request(90000),
+    overcommit_mib=90000,
     pending_reason="CardInsufficientMemory",
     visible_mib=8000,
     limit_bytes=8000 * MIB,
@@ -45,6 +47,7 @@ HAMI_K3S = SharingProof(
 
 HAMI_CLUSTER = SharingProof(
     system="hami",
+    mechanism="hami-core",
     requests=(_hami_request(4000, 30), _hami_request(4000, 30)),
     overcommit_request=None,
     pending_reason=None,
@@ -66,6 +69,7 @@ _KAI_REQUEST = SliceRequest(
 
 KAI_GKE = SharingProof(
     system="kai",
+    mechanism="hami-core",
     requests=(_KAI_REQUEST, _KAI_REQUEST),
     overcommit_request=None,
     pending_reason=None,

@@ -1,0 +1,172 @@
+"""What the proof must observe: one typed structure, serialised by the Pulumi side and parsed in the verifier Pod.
+
+Standard library only. The wire form is JSON with camelCase keys (`limitBytes`); `Expectation.parse` refuses
+a missing or mistyped key by name, so the judge never guesses at a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Mechanism = Literal["hami-core", "mps", "time-sharing"]
+MECHANISMS: tuple[Mechanism, ...] = ("hami-core", "mps", "time-sharing")
+"""hami-core: KAI (with kai-resource-isolator) and HAMi both preload HAMi-core; mps, time-sharing: GKE's own."""
+
+
+_UNITS = {"mib": "MiB", "gib": "GiB"}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(_UNITS.get(part, part.capitalize()) for part in rest)
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """A per-node metrics endpoint the verifier reads through the API server's Pod proxy."""
+
+    namespace: str
+    label_selector: str
+    port: int
+    path: str = "/metrics"
+
+
+@dataclass(frozen=True)
+class NodeRegistration:
+    """HAMi's device registration on the node: its annotation, the resource and the slots per card."""
+
+    annotation: str
+    resource: str
+    slots_per_card: int
+    cards_per_node: int = 1
+
+
+@dataclass(frozen=True)
+class PodTry:
+    """A way around the quota that exists only at Pod creation, tried in its own short-lived Pod."""
+
+    id: str
+    pod: str
+    tried: str
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """Everything the checks compare against, computed from the sharing system's contract and the stack's config."""
+
+    namespace: str
+    system: str
+    mechanism: Mechanism
+    pods: tuple[str, ...]
+    """The two proof Pods, a then b."""
+    checks: tuple[str, ...]
+    card_mib: int
+    slice_mib: int
+    visible_mib: int
+    """What nvidia-smi / NVML must report inside a proof Pod (the card itself where the view is not rewritten)."""
+    limit_bytes: int
+    """The memory quota in bytes (HAMi-core's OOM line's right-hand side; MPS's pinned limit)."""
+    limit_env: Mapping[str, str]
+    preload_library: str
+    hold_mib: int
+    extra_mib: int
+    deadline_seconds: int
+    cores_percent: int | None = None
+    compute_pods: tuple[str, ...] = ()
+    """Only these Pods measure compute: two unlimited baselines at once would halve each other."""
+    sweep_gib: tuple[float, ...] = ()
+    overcommit_pod: str | None = None
+    overcommit_mib: int | None = None
+    """The over-commit Pod's request: more than the card has left beside the slices, no more than the card."""
+    pending_reason: str | None = None
+    whole_gpu_pod: str | None = None
+    node_memory_label: str | None = None
+    monitor: Monitor | None = None
+    node_registration: NodeRegistration | None = None
+    allocation_annotation: str | None = None
+    pod_tries: tuple[PodTry, ...] = ()
+    """Pod-level ways around the quota, each tried in its own Pod and reported as a finding."""
+
+    @property
+    def limit_mib(self) -> float:
+        return self.limit_bytes / (1 << 20)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready form with camelCase keys (what `parse` reads back)."""
+        return _to_wire(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_wire(), sort_keys=True)
+
+    @classmethod
+    def parse(cls, data: Any) -> Expectation:
+        """The wire form (a dict or its JSON text) → an Expectation; ValueError naming the key that is wrong."""
+        if isinstance(data, (str, bytes)):
+            data = json.loads(data)
+        return _from_wire(cls, data, "expectation")
+
+
+def _to_wire(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {_camel(f.name): _to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _to_wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_wire(v) for v in value]
+    return value
+
+
+_SCALARS: dict[Any, tuple[type, ...]] = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
+
+
+def _convert(kind: Any, value: Any, where: str) -> Any:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        return _convert(next(a for a in args if a is not type(None)), value, where)
+    if origin is Literal:
+        if value not in args:
+            raise ValueError(f"{where} is {value!r}; expected one of {', '.join(map(repr, args))}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ValueError(f"{where} must be a list, got {type(value).__name__}")
+        return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is Mapping:
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} must be an object, got {type(value).__name__}")
+        return {str(k): str(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(kind):
+        return _from_wire(kind, value, where)
+    accepted = _SCALARS.get(kind)
+    if accepted is None:
+        raise TypeError(f"{where}: no conversion for {kind!r}")
+    if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
+        raise ValueError(f"{where} must be {kind.__name__}, got {value!r}")
+    return float(value) if kind is float else value
+
+
+def _from_wire(cls: Any, data: Any, where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where} must be a JSON object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {_camel(f.name) for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{where} has unknown keys {unknown}: the verifier and the program disagree on the contract")
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        key = _camel(f.name)
+        if key not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{where}.{key} is missing")
+            continue
+        values[f.name] = _convert(hints[f.name], data[key], f"{where}.{key}")
+    return cls(**values)

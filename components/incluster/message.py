@@ -1,0 +1,151 @@
+"""The verdict through the verifier's termination message (4096 bytes), with nothing lost on the way.
+
+The message holds what the expectation cannot rebuild (each check's result, observation and evidence; every
+finding; ghost quota). As plain JSON when it fits; else zlib-compressed and base64-encoded behind `z:`; only when
+even that does not fit are the longest texts cut, and the message then says what was cut and that the whole
+verdict is in the verifier's log. Standard library only.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+try:
+    from .expectation import Expectation
+    from .judge import planned_checks
+except ImportError:  # mounted flat in a Pod
+    from expectation import Expectation  # type: ignore[no-redef]
+    from judge import planned_checks  # type: ignore[no-redef]
+
+LIMIT_BYTES = 4096
+"""Kubernetes keeps at most 4096 bytes of a container's termination message."""
+COMPRESSED = "z:"
+WHOLE_VERDICT = 'the verifier Pod\'s log, on the JSON line with "kind": "verification"'
+CHECK_KEYS = ("id", "passed", "observed", "evidence")
+
+
+def _slim(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict less what the expectation rebuilds (titles, expected sentences)."""
+    out: dict[str, Any] = {
+        "passed": bool(result.get("passed")),
+        "checks": [{k: c.get(k) for k in CHECK_KEYS} for c in result.get("checks") or []],
+        "findings": [dict(f) for f in result.get("findings") or []],
+        "ghostQuota": [dict(g) for g in result.get("ghostQuota") or []],
+    }
+    if result.get("error"):
+        out["error"] = result["error"]
+    return out
+
+
+def _cut_text(value: Any, size: int) -> Any:
+    if not isinstance(value, str) or len(value) <= size:
+        return value
+    return value[: max(size - 1, 0)] + "…"
+
+
+def _pack(verdict: Mapping[str, Any], limit: int) -> str:
+    plain = json.dumps(verdict, separators=(",", ":"), ensure_ascii=False)
+    if len(plain.encode()) <= limit:
+        return plain
+    return COMPRESSED + base64.b64encode(zlib.compress(plain.encode(), 9)).decode("ascii")
+
+
+def _fits(text: str, limit: int) -> bool:
+    return len(text.encode()) <= limit
+
+
+# What is cut first is what the verifier's log keeps in full and a reader needs least: evidence, then observations,
+# then ghost-quota device lists, then findings' free text. A finding itself (id, bypassed) is never dropped.
+_CUTS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
+    ("checks", "evidence", ("evidence",), 400),
+    ("checks", "evidence", ("evidence",), 120),
+    ("checks", "evidence", ("evidence",), 0),
+    ("ghostQuota", "devices", ("devices",), -1),
+    ("checks", "observed", ("observed",), 400),
+    ("findings", "tried, observed and why", ("tried", "observed", "why"), 200),
+    ("checks", "observed", ("observed",), 120),
+    ("findings", "tried, observed and why", ("tried", "observed", "why"), 60),
+    ("findings", "extra fields", (), -2),
+)
+
+
+def encode(result: Mapping[str, Any], limit: int = LIMIT_BYTES) -> str:
+    """The verdict as a termination message of at most `limit` bytes; every check and finding kept."""
+    verdict = _slim(result)
+    text = _pack(verdict, limit)
+    if _fits(text, limit):
+        return text
+    cut: list[str] = []
+    for section, label, keys, size in _CUTS:
+        for item in verdict[section]:
+            if size == -1:
+                item.pop("devices", None)
+            elif size == -2:
+                for key in [k for k in item if k not in ("pod", "probe", "id", "bypassed", "tried", "observed", "why")]:
+                    item.pop(key)
+            else:
+                for key in keys:
+                    item[key] = _cut_text(item.get(key), size) if size else None
+        note = f"{section}' {label}" + (f" to {size} characters" if size > 0 else " dropped")
+        cut.append(note)
+        verdict["cut"], verdict["wholeVerdict"] = cut, WHOLE_VERDICT
+        text = _pack(verdict, limit)
+        if _fits(text, limit):
+            return text
+    bare = {
+        "passed": verdict["passed"],
+        "checks": [{"id": c["id"], "passed": c["passed"]} for c in verdict["checks"]],
+        "findings": [{k: f.get(k) for k in ("pod", "id", "bypassed")} for f in verdict["findings"]],
+        "cut": [*cut, "everything but each check's result and each finding's id"],
+        "wholeVerdict": WHOLE_VERDICT,
+    }
+    text = _pack(bare, limit)
+    if _fits(text, limit):
+        return text
+    return json.dumps(
+        {"passed": verdict["passed"], "cut": ["the whole verdict: it does not fit"], "wholeVerdict": WHOLE_VERDICT}
+    )
+
+
+def decode(message: str) -> dict[str, Any]:
+    """A termination message → the verdict it carries (ValueError when it is neither JSON nor `z:` + zlib)."""
+    text = message.strip()
+    if text.startswith(COMPRESSED):
+        try:
+            text = zlib.decompress(base64.b64decode(text[len(COMPRESSED) :])).decode()
+        except (ValueError, zlib.error) as exc:
+            raise ValueError(f"the compressed verdict does not decode: {exc}") from exc
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("the verdict is not a JSON object")
+    return value
+
+
+def expand(compact: Mapping[str, Any], expect: Expectation) -> dict[str, Any]:
+    """A decoded termination message + the expectation → the stack output `verification`."""
+    got = {c.get("id"): c for c in compact.get("checks") or []}
+    checks = []
+    for planned in planned_checks(expect):
+        c = got.get(planned["id"])
+        if c is None:
+            reason = compact.get("error") or "the verifier reported no result for this check"
+            checks.append({**planned, "passed": False, "observed": reason, "evidence": ""})
+        else:
+            checks.append(
+                {**planned, "passed": c.get("passed") is True, "observed": c.get("observed"),
+                 "evidence": c.get("evidence")}
+            )  # fmt: skip
+    verification: dict[str, Any] = {
+        "passed": compact.get("passed") is True and bool(checks) and all(c["passed"] for c in checks),
+        "checks": checks,
+        "findings": list(compact.get("findings") or []),
+        "ghostQuota": list(compact.get("ghostQuota") or []),
+    }
+    for key in ("error", "cut", "wholeVerdict"):
+        if compact.get(key):
+            verification[key] = compact[key]
+    return verification

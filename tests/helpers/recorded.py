@@ -1,0 +1,46 @@
+"""Recorded proof runs (tests/fixtures): the expectation, typed, and the evidence the verifier collected."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from components.incluster.expectation import Expectation
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def load_raw(stack: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The expectation's wire form and the evidence of `stack`'s recorded run."""
+    return (
+        json.loads((FIXTURES / f"{stack}_expect.json").read_text()),
+        json.loads((FIXTURES / f"{stack}_evidence.json").read_text()),
+    )
+
+
+def load(stack: str) -> tuple[Expectation, dict[str, Any]]:
+    raw, evidence = load_raw(stack)
+    return Expectation.parse(raw), evidence
+
+
+def edit_probe(
+    evidence: dict[str, Any], pod: str, change: Callable[[dict[str, Any]], None], probe: str = "memory"
+) -> None:
+    """Rewrite one probe JSON line inside a recorded Pod log."""
+    lines = evidence["pods"][pod]["logs"].splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("{") and json.loads(line).get("probe") == probe:
+            result = json.loads(line)
+            change(result)
+            lines[i] = json.dumps(result)
+    evidence["pods"][pod]["logs"] = "\n".join(lines) + "\n"
+
+
+def probe_line(evidence: dict[str, Any], pod: str, probe: str = "memory") -> dict[str, Any]:
+    """The recorded probe JSON of one Pod."""
+    for line in evidence["pods"][pod]["logs"].splitlines():
+        if line.startswith("{") and json.loads(line).get("probe") == probe:
+            return json.loads(line)
+    raise LookupError(f"no {probe} probe line in {pod}")
