@@ -65,8 +65,8 @@ def render(plan: Plan) -> str:
             detail = below + ("│  " if graph.children.get(r["name"]) else "   ")
             for label, text in review_fields({**r, "inputs": mask(r["inputs"], plan.invented)}):
                 first, *rest = text.splitlines() or [""]
-                lines.append(f"{detail}  {label}: {first}")
-                lines.extend(f"{detail}  {' ' * (len(label) + 2)}{line}" for line in rest)
+                lines.append(f"{detail}{label}: {first}")
+                lines.extend(f"{detail}{' ' * (len(label) + 2)}{line}" for line in rest)
             walk(r["name"], below)
 
     walk(None, "")
