@@ -1,0 +1,178 @@
+"""What the README says about the plan is what the plan does: each stack's steps and their order, the names of
+the proof's objects, the tree excerpt, which tests skip without ../shared, and the pull-request comment."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from components.plan import Plan, read_stack_config
+from components.plan_view import comment, text
+from components.plan_view.graph import Graph
+from tests.conftest import ROOT
+from tests.test_plan_view import EXISTING_HOST
+
+README = (ROOT / "README.md").read_text()
+
+STEP = re.compile(r"^(\d+)\. \*\*(.+?)\*\*(?: \(after ([^);]+)[);])?", re.M)
+STEP_RESOURCES = {
+    "gke": {
+        "The cluster and its GPU pool": ["gke-cluster", "gke-gpu-pool"],
+        "KAI Scheduler": ["kai"],
+        "kai-resource-isolator": ["isolator"],
+        "The workarounds": ["gke-cdi"],
+        "The proof": ["gpushare-proof"],
+    },
+    "k3s": {step: [f"k3s-{step}"] for step in ("driver", "toolkit", "config", "k3s", "checks", "kubeconfig")},
+}
+"""Which planned resources (a component stands for everything in it) each README step describes."""
+
+
+def stack_section(stack: str) -> str:
+    start = README.index(f"## Stack `{stack}`")
+    return README[start:README.index("\n## ", start + 1)]
+
+
+def readme_steps(stack: str) -> list[tuple[int, str, set[int]]]:
+    """The numbered steps of a stack's section: number, title, and the steps it says it comes after."""
+    return [(int(n), title, {int(a) for a in re.findall(r"\d+", after or "")})
+            for n, title, after in STEP.findall(stack_section(stack))]
+
+
+def _waits_on(plan: Plan) -> dict[str, set[str]]:
+    """Each resource's dependencies, direct and indirect."""
+    direct = {r["name"]: set(r["dependsOn"]) for r in plan.resources}
+    closed: dict[str, set[str]] = {}
+
+    def close(name: str) -> set[str]:
+        if name not in closed:
+            closed[name] = set()
+            for dep in direct[name]:
+                closed[name] |= {dep} | close(dep)
+        return closed[name]
+
+    return {name: close(name) for name in direct}
+
+
+def _real(plan: Plan, names: list[str]) -> set[str]:
+    graph = Graph(plan)
+    found = {m for n in names for m in graph.subtree(n) if graph.kind(m) == "resource"}
+    assert found, f"the plan has none of {names}"
+    return found
+
+
+def _closure(after: dict[int, set[int]], step: int) -> set[int]:
+    found: set[int] = set()
+    todo = list(after[step])
+    while todo:
+        s = todo.pop()
+        if s not in found:
+            found.add(s)
+            todo.extend(after[s])
+    return found
+
+
+@pytest.mark.parametrize(("stack", "overrides"), [("gke", ()), ("k3s", ()), ("k3s", EXISTING_HOST)],
+                         ids=["gke", "k3s", "k3s existing-host"])
+def test_readme_steps_come_in_the_order_the_plan_gives_them(stack: str, overrides: tuple[str, ...],
+                                                            plan_stack) -> None:
+    steps = readme_steps(stack)
+    assert [n for n, _, _ in steps] == list(range(1, len(steps) + 1))
+    assert [title for _, title, _ in steps] == list(STEP_RESOURCES[stack])
+    plan = plan_stack(stack, *overrides)
+    waits_on = _waits_on(plan)
+    resources = {n: _real(plan, STEP_RESOURCES[stack][title]) for n, title, _ in steps}
+    after = {n: claimed for n, _, claimed in steps}
+    for step in after:
+        for other in after:
+            if other == step:
+                continue
+            if other in _closure(after, step):
+                late = [r for r in resources[step] if not resources[other] <= waits_on[r]]
+                assert not late, f"README: step {step} comes after step {other}; the plan starts {late} sooner"
+            elif step not in _closure(after, other):
+                tied = [r for r in resources[step] if resources[other] & waits_on[r]]
+                assert not tied, f"README: steps {step} and {other} start together; the plan makes {tied} wait"
+
+
+def test_cluster_hami_waits_for_the_operators_cluster_policy(plan_stack) -> None:
+    assert "HAMi goes in only once the operator's ClusterPolicy reports `ready`" in stack_section("cluster")
+    plan = plan_stack("cluster")
+    waits_on = _waits_on(plan)
+    gate = plan.one("kubernetes:core/v1:Pod", "gpu-operator-ready-pod")["name"]
+    assert all(gate in waits_on[r] for r in _real(plan, ["hami"]))
+
+
+def _proof_table_rows() -> list[str]:
+    section = README[README.index("### What runs in the cluster"):]
+    section = section[:section.index("\n### ")]
+    rows = [line.split(" | ")[0].lstrip("| ") for line in section.splitlines() if line.startswith("| ")]
+    return rows[1:]  # the first is the header
+
+
+def _named_objects(cell: str) -> list[tuple[str, str]]:
+    """`ServiceAccount `a`, ClusterRole and ClusterRoleBinding `b`` → (ServiceAccount, a), (ClusterRole, b), ..."""
+    pairs = []
+    for kinds, names in re.findall(r"((?:[A-Z][A-Za-z]+(?:, | and )?)+) ((?:`[^`]+`(?:, )?)+)", cell):
+        for kind in re.findall(r"[A-Z][A-Za-z]+", kinds):
+            pairs += [(kind.removesuffix("s"), name) for name in re.findall(r"`([^`]+)`", names)]
+    return pairs
+
+
+def _objects(plan: Plan, stack: str) -> set[tuple[str, str]]:
+    config, _ = read_stack_config(stack, [])
+    prefix = (config.get("gpushare:verify") or {}).get("podPrefix", "gpushare-slice")
+    found = set()
+    for r in plan.resources:
+        name = ((r["inputs"].get("metadata") or {}).get("name")) or ""
+        found.add((r["type"].rsplit(":", 1)[-1], name.replace(prefix, "<podPrefix>")))
+    return found
+
+
+def test_readme_names_the_proofs_objects_as_the_plan_names_them(plan_stack) -> None:
+    claimed = [pair for cell in _proof_table_rows() for pair in _named_objects(cell)]
+    assert ("ClusterRole", "gpushare-proof-verifier") in claimed and len(claimed) >= 8
+    planned = set().union(*(_objects(plan_stack(s), s) for s in ("gke", "k3s", "cluster")))
+    missing = [pair for pair in claimed if pair not in planned]
+    assert not missing, f"README names objects no plan creates: {missing}"
+
+
+def test_readme_tree_excerpt_is_what_the_plan_prints(plan_stack) -> None:
+    after_marker = README[README.index("<!-- plan-excerpt:k3s -->"):]
+    excerpt = after_marker.split("```text\n", 1)[1].split("```", 1)[0]
+    assert text.render(plan_stack("k3s")).startswith(excerpt.rstrip("\n"))
+
+
+def test_readme_says_which_shared_folders_tests_skip_without() -> None:
+    conftest = (ROOT / "tests" / "conftest.py").read_text()
+    read = {"/".join(re.findall(r'"([^"]+)"', path)) for path in re.findall(r'SHARED((?: / "[^"]+")+)', conftest)}
+    assert read >= {"reference/charts", "seeds"}
+    test_section = README[README.index("## Test"):README.index("\n## ", README.index("## Test") + 1)]
+    sentence = test_section[test_section.index("skip where it is absent"):].split("\n\n")[0]
+    assert {f.rstrip("/") for f in re.findall(r"`([a-z/]+/)`", sentence)} == read
+
+
+def test_workflow_posts_the_offline_plan_and_graph_on_the_pull_request() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "preview.yml").read_text())
+    steps = workflow["jobs"]["offline"]["steps"]
+    build = next(s for s in steps if "components.plan_view.comment" in s.get("run", ""))
+    output = build["run"].split(">")[-1].strip()
+    post = next(s for s in steps if str(s.get("uses", "")).startswith("marocchino/sticky-pull-request-comment@"))
+    assert post["with"]["path"] == output
+    assert steps.index(build) < steps.index(post)
+    assert workflow["permissions"]["pull-requests"] == "write"
+
+
+def test_the_comment_holds_each_stacks_markdown_and_a_mermaid_graph(capsys) -> None:
+    assert comment.main(["k3s", "gke"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.index("### Offline plan of `k3s`") < shown.index("### Offline plan of `gke`")
+    assert shown.count("```mermaid\nflowchart ") == 2
+    assert "Same as `tests/golden/k3s.json`." in shown
+
+
+def test_the_comment_refuses_an_unknown_stack(capsys) -> None:
+    assert comment.main(["eks"]) == 2
+    assert "eks" in capsys.readouterr().err
