@@ -815,8 +815,6 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
 
 def load() -> StackConfig:
     """Read this stack's `gpushare:` config from the Pulumi runtime and validate it."""
-    from pulumi.runtime import config as runtime_config  # here, so the models import without the runtime
+    from components.pulumi_internals import config_values  # here, so the models import without the runtime
 
-    keys = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
-    raw = {k: runtime_config.get_config(k) for k in keys if k.startswith(f"{NAMESPACE}:")}
-    return parse(raw)
+    return parse(config_values(NAMESPACE))

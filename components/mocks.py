@@ -14,7 +14,9 @@ from typing import Any
 
 import pulumi
 from google.protobuf import json_format
-from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
+from pulumi.runtime import MockCallArgs, MockResourceArgs
+
+from components.pulumi_internals import RESOURCE_SIG, SECRET_SIG, SIG_KEY, UNKNOWN, MockMonitor
 
 AFTER_CREATE = "known after create"
 """A provider output: a real preview shows it as unknown until the resource exists."""
@@ -101,11 +103,6 @@ class Invented:
     def add_exact(self, value: str, when: str = AFTER_CREATE) -> str:
         self.exact.setdefault(value, when)
         return value
-
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-_SIG_KEY = "4dabf18193072939515e22adb298388d"
 
 StateOverride = Callable[[MockResourceArgs, dict[str, Any]], dict[str, Any] | None]
 
@@ -235,19 +232,54 @@ class Registration:
 def _plain(value: Any) -> Any:
     """Protobuf-decoded inputs with Pulumi's sentinels made readable: secrets, unknowns, resource refs."""
     if isinstance(value, dict):
-        sig = value.get(_SIG_KEY)
-        if sig == _SECRET_SIG:
+        sig = value.get(SIG_KEY)
+        if sig == SECRET_SIG:
             return "[secret]"
-        if sig == _RESOURCE_SIG:
+        if sig == RESOURCE_SIG:
             return f"[resource {value.get('urn', '').rsplit('::', 1)[-1]}]"
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
-    if value == _UNKNOWN:
+    if value == UNKNOWN:
         return "[unknown]"
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+INHERITED_OPTIONS = ("deletedWith", "retainOnDelete")
+"""What the engine copies from a parent onto a child that sets none (pulumi pkg/resource/deploy/source_eval.go,
+inheritFromParent); the plan records the value the engine acts on."""
+
+
+def recorded_options(request: Any, names: dict[str, str], inherited: dict[str, Any]) -> dict[str, Any]:
+    """The resource options of one RegisterResourceRequest that the real engine acts on, when set."""
+    options: dict[str, Any] = {}
+    if request.deleteBeforeReplace:
+        options["deleteBeforeReplace"] = True
+    if request.replaceOnChanges:
+        options["replaceOnChanges"] = sorted(request.replaceOnChanges)
+    if request.ignoreChanges:
+        options["ignoreChanges"] = sorted(request.ignoreChanges)
+    if request.additionalSecretOutputs:
+        options["additionalSecretOutputs"] = sorted(request.additionalSecretOutputs)
+    timeouts = request.customTimeouts if request.HasField("customTimeouts") else None
+    if timeouts is not None and (timeouts.create or timeouts.update or timeouts.delete):
+        options["customTimeouts"] = {
+            k: v for k, v in (("create", timeouts.create), ("update", timeouts.update), ("delete", timeouts.delete))
+            if v
+        }
+    if request.HasField("retainOnDelete") and request.retainOnDelete:
+        options["retainOnDelete"] = True
+    if request.deletedWith:
+        options["deletedWith"] = names.get(request.deletedWith, request.deletedWith.rsplit("::", 1)[-1])
+    for key, value in inherited.items():
+        options.setdefault(key, value)
+    if request.HasField("replacement_trigger"):
+        options["replacementTrigger"] = _plain(json_format.MessageToDict(request.replacement_trigger))
+    if request.provider:
+        options["provider"] = request.provider.split("::")[-2].split("::")[-1]
+    return options
 
 
 @dataclass
@@ -261,27 +293,15 @@ class RecordingMonitor(MockMonitor):
         super().__init__(mocks)
         self.registrations = []
         self.component_outputs = {}
+        self._inherited: dict[str, dict[str, Any]] = {}
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            options: dict[str, Any] = {}
-            if request.deleteBeforeReplace:
-                options["deleteBeforeReplace"] = True
-            if request.ignoreChanges:
-                options["ignoreChanges"] = sorted(request.ignoreChanges)
-            if request.additionalSecretOutputs:
-                options["additionalSecretOutputs"] = sorted(request.additionalSecretOutputs)
-            if request.HasField("customTimeouts") and (request.customTimeouts.create or request.customTimeouts.delete):
-                options["customTimeouts"] = {
-                    k: v
-                    for k, v in (("create", request.customTimeouts.create), ("delete", request.customTimeouts.delete))
-                    if v
-                }
-            if request.HasField("replacement_trigger"):
-                options["replacementTrigger"] = _plain(json_format.MessageToDict(request.replacement_trigger))
-            if request.provider:
-                options["provider"] = request.provider.split("::")[-2].split("::")[-1]
+            names = {r.urn: r.name for r in self.registrations}
+            inherited = self._inherited.get(request.parent, {})
+            options = recorded_options(request, names, inherited)
+            self._inherited[response.urn] = {k: options[k] for k in INHERITED_OPTIONS if k in options}
             self.registrations.append(
                 Registration(
                     urn=response.urn,

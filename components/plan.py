@@ -186,10 +186,8 @@ def _run_in_fresh_context(
     stack: str, config: dict[str, Any], secret_keys: list[str], preview: bool, mocks: Any, root: Path
 ) -> Plan:
     import pulumi
-    from pulumi.runtime import settings
-    from pulumi.runtime.stack import run_pulumi_func
-    from pulumi.runtime.sync_await import _sync_await
 
+    from components import pulumi_internals as sdk
     from components.mocks import GpushareMocks, RecordingMonitor
 
     mocks = mocks or GpushareMocks()
@@ -197,15 +195,14 @@ def _run_in_fresh_context(
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_all_config(_as_pulumi_config(config), secret_keys)
     pulumi.runtime.set_mocks(mocks, project="gpushare", stack=stack, preview=preview, monitor=monitor)
-    # MockSettings leaves the pending-outputs set shared: a run that raised would leak its tasks into the next.
-    settings.SETTINGS.outputs = set()
+    sdk.reset_pending_outputs()
 
     def program() -> None:
         runpy.run_path(str(root / "__main__.py"), run_name="__main__")
 
-    _sync_await(run_pulumi_func(program))
-    stack_resource = settings.get_root_resource()
-    outputs = {name: _sync_await(_resolve(v)) for name, v in sorted(stack_resource.outputs.items())}
+    sdk.run_program(program)
+    stack_resource = sdk.root_resource()
+    outputs = {name: sdk.sync_await(_resolve(v)) for name, v in sorted(stack_resource.outputs.items())}
 
     names = {r.urn: r.name for r in monitor.registrations}
     resources = [

@@ -4,5 +4,6 @@ Run with `pulumi preview --policy-pack policies`.
 
 The rules read resource inputs only (chart names, Helm values, Pod specs, firewall ranges), never gpushare's
 Python objects, so they also guard a program that composes the components differently. They depend on
-`pulumi_policy` and the standard library alone.
+`pulumi_policy`, the standard library, and components/pulumi_internals.py (the one module that names the
+private parts of pulumi_policy the harness and the secret markers use).
 """

@@ -17,18 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    Policy,
-    PolicyCustomTimeouts,
-    PolicyResource,
-    PolicyResourceOptions,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, Policy, ResourceValidationPolicy, StackValidationPolicy
 
+from components import pulumi_internals as sdk
 from policies.model import STACK
 from policies.pack import build_policies
 
@@ -47,10 +38,6 @@ class Diagnostic:
     def __str__(self) -> str:
         where = f" [{self.resource}]" if self.resource else ""
         return f"{self.level}: {self.policy}{where}: {self.message}"
-
-
-def _options(parent: str | None = None) -> PolicyResourceOptions:
-    return PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], parent)
 
 
 def _urn(stack: str, type_: str, name: str) -> str:
@@ -94,14 +81,12 @@ def run_pack(resources: Sequence[Mapping[str, Any]], outputs: Mapping[str, Any],
 
         if isinstance(policy, ResourceValidationPolicy):
             for type_, name, urn, inputs in named:
-                args = ResourceValidationArgs(type_, inputs, urn, name, _options(), None,
-                                              _properties(policy, config))
+                args = sdk.resource_validation_args(type_, inputs, urn, name, _properties(policy, config))
                 policy.validate(args, lambda m, u=None, _u=urn, _r=report: _r(m, u, _default=_u))
         elif isinstance(policy, StackValidationPolicy):
-            graph = [PolicyResource(t, i, u, n, _options(), None, None, [], {}) for t, n, u, i in named]
-            graph.append(PolicyResource(STACK, dict(outputs), stack_urn, f"gpushare-{stack}", _options(),
-                                        None, None, [], {}))
-            policy.validate(StackValidationArgs(graph, _properties(policy, config)), report)
+            graph = [sdk.policy_resource(t, i, u, n) for t, n, u, i in named]
+            graph.append(sdk.policy_resource(STACK, dict(outputs), stack_urn, f"gpushare-{stack}"))
+            policy.validate(sdk.stack_validation_args(graph, _properties(policy, config)), report)
     return found
 
 

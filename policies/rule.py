@@ -17,10 +17,11 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UnknownValueError
 
+from components.pulumi_internals import unknown_value_error
 from policies.model import SECRET, STACK, UNKNOWN, Finding, Res
 
+UnknownValueError = unknown_value_error()
 ResourceCheck = Callable[[str, Mapping[str, Any], Mapping[str, Any]], list[str]]
 StackCheck = Callable[[Sequence[Res], Mapping[str, Any]], list[Finding]]
 Level = Literal["mandatory", "advisory"]

@@ -11,6 +11,8 @@ from typing import Any
 
 from pulumi_policy import Secret
 
+from components.pulumi_internals import policy_decoder
+
 
 def _decode(prop: Any, deserialize: Any) -> Any:
     if isinstance(prop, list):
@@ -26,14 +28,10 @@ def _decode(prop: Any, deserialize: Any) -> Any:
 
 def keep_secret_markers() -> bool:
     """Install the marking decoder into pulumi_policy; False (and nothing changed) where its internals differ."""
-    try:
-        from pulumi_policy import deserialize
-        from pulumi_policy import policy as policy_module
-    except ImportError:
+    modules = policy_decoder()
+    if modules is None:
         return False
-    needed = ("SPECIAL_SIG_KEY", "SPECIAL_SECRET_SIG", "_deserialize_property")
-    if not all(hasattr(deserialize, n) for n in needed) or not hasattr(policy_module, "deserialize_properties"):
-        return False
+    deserialize, policy_module = modules
     original = policy_module.deserialize_properties
 
     def deserialize_marking(props: dict[str, Any], proxy_secrets: bool = False) -> dict[str, Any]:

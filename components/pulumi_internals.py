@@ -1,0 +1,181 @@
+"""Every private part of the Pulumi SDK and of pulumi_policy that the offline plan, the mocks and the policy
+harness rely on, in one place.
+
+Nothing else in the project touches them. `check()` names the first one an installed SDK no longer has, with
+the fix; tests/test_pulumi_internals.py runs it, so an SDK upgrade that moves one fails one test, loudly,
+instead of planning wrongly. constraints.txt pins the versions these were read against.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pulumi.runtime import mocks as _mocks
+from pulumi.runtime import rpc as _rpc
+
+T = TypeVar("T")
+READ_AGAINST = {"pulumi": "3.272.0", "pulumi-policy": "1.21.0"}
+"""The versions whose source these names were read from (constraints.txt installs them)."""
+
+
+class InternalsChanged(RuntimeError):
+    """An installed Pulumi SDK no longer has a private name the plan, the mocks or the harness use."""
+
+
+@dataclass(frozen=True)
+class Internal:
+    """One private name: where it lives, what we use it for, and the parameters a call passes by position."""
+
+    module: str
+    name: str
+    use: str
+    parameters: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
+
+
+INTERNALS: tuple[Internal, ...] = (
+    Internal("pulumi.runtime.stack", "run_pulumi_func", "run __main__.py as the engine's language host would"),
+    Internal("pulumi.runtime.sync_await", "_sync_await", "wait for the program and its outputs without a loop"),
+    Internal("pulumi.runtime.settings", "get_root_resource", "read the stack outputs after the program ran"),
+    Internal("pulumi.runtime.settings", "SETTINGS", "reset the pending-outputs set between plans",
+             attributes=("outputs",)),
+    Internal("pulumi.runtime.mocks", "MockMonitor", "record every registration with its options",
+             attributes=("RegisterResource", "RegisterResourceOutputs")),
+    Internal("pulumi.runtime.config", "CONFIG", "list the config keys the stack sets", attributes=("get",)),
+    Internal("pulumi.runtime.config", "get_config_env", "list the config keys the engine passes by environment"),
+    Internal("pulumi.runtime.config", "get_config", "read one config value by its full key"),
+    Internal("pulumi.runtime.rpc", "UNKNOWN", "recognise an unknown value in recorded inputs"),
+    Internal("pulumi.runtime.rpc", "_special_sig_key", "recognise secrets and resource references in inputs"),
+    Internal("pulumi.runtime.rpc", "_special_secret_sig", "recognise a secret in recorded inputs"),
+    Internal("pulumi.runtime.rpc", "_special_resource_sig", "recognise a resource reference in recorded inputs"),
+    Internal("pulumi_policy.deserialize", "SPECIAL_SIG_KEY", "keep secrets recognisable in stack rules"),
+    Internal("pulumi_policy.deserialize", "SPECIAL_SECRET_SIG", "keep secrets recognisable in stack rules"),
+    Internal("pulumi_policy.deserialize", "_deserialize_property", "decode assets as pulumi_policy does"),
+    Internal("pulumi_policy.policy", "deserialize_properties", "the decoder the secret-keeping one replaces"),
+    Internal("pulumi_policy.proxy", "UnknownValueError", "an unknown value read by a rule"),
+    Internal("pulumi_policy", "PolicyResourceOptions", "the options object the CLI hands each rule",
+             parameters=("protect", "ignore_changes", "delete_before_replace", "aliases", "custom_timeouts",
+                         "additional_secret_outputs", "parent")),
+    Internal("pulumi_policy", "PolicyCustomTimeouts", "the timeouts inside those options",
+             parameters=("create_seconds", "update_seconds", "delete_seconds")),
+    Internal("pulumi_policy", "ResourceValidationArgs", "what a resource rule receives",
+             parameters=("resource_type", "props", "urn", "name", "opts", "provider", "config")),
+    Internal("pulumi_policy", "PolicyResource", "one resource of what a stack rule receives",
+             parameters=("resource_type", "props", "urn", "name", "opts", "provider", "parent", "dependencies",
+                         "property_dependencies")),
+    Internal("pulumi_policy", "StackValidationArgs", "what a stack rule receives", parameters=("resources", "config")),
+)
+
+
+def _changed(item: Internal, what: str) -> InternalsChanged:
+    pins = ", ".join(f"{k}=={v}" for k, v in READ_AGAINST.items())
+    return InternalsChanged(
+        f"{item.module}.{item.name} {what} (used to {item.use}); install the pinned SDKs "
+        f"(pip install -c constraints.txt -e '.[dev]': {pins}) or adapt components/pulumi_internals.py"
+    )
+
+
+def resolve(item: Internal) -> Any:
+    """The object behind one entry, checked: present, with its attributes and positional parameters."""
+    try:
+        value = getattr(importlib.import_module(item.module), item.name)
+    except (ImportError, AttributeError):
+        raise _changed(item, "is gone") from None
+    missing = [a for a in item.attributes if not hasattr(value, a)]
+    if missing:
+        raise _changed(item, f"has no {', '.join(missing)}")
+    if item.parameters:
+        found = tuple(p for p in inspect.signature(value).parameters if p != "self")
+        if found[: len(item.parameters)] != item.parameters:
+            raise _changed(item, f"takes ({', '.join(found)}), not ({', '.join(item.parameters)})")
+    return value
+
+
+def check() -> None:
+    """Raise InternalsChanged naming the first private name that moved; return when all are as read."""
+    for item in INTERNALS:
+        resolve(item)
+
+
+@functools.cache
+def _named(module: str, name: str) -> Any:
+    return resolve(next(i for i in INTERNALS if i.module == module and i.name == name))
+
+
+# --- the Pulumi SDK: mocks and the program runner -----------------------------------------------------------
+
+MockMonitor: type = _mocks.MockMonitor
+UNKNOWN: str = _rpc.UNKNOWN
+SIG_KEY: str = _rpc._special_sig_key
+SECRET_SIG: str = _rpc._special_secret_sig
+RESOURCE_SIG: str = _rpc._special_resource_sig
+
+
+def run_program(program: Callable[[], None]) -> None:
+    """Run `program` to completion under the current (mock) runtime settings, outputs included."""
+    sync_await(_named("pulumi.runtime.stack", "run_pulumi_func")(program))
+
+
+def sync_await(awaitable: Awaitable[T]) -> T:
+    """Wait for one awaitable on the runtime's own loop."""
+    return _named("pulumi.runtime.sync_await", "_sync_await")(awaitable)
+
+
+def root_resource() -> Any:
+    """The stack resource of the program that just ran (its `outputs` are the stack outputs)."""
+    return _named("pulumi.runtime.settings", "get_root_resource")()
+
+
+def reset_pending_outputs() -> None:
+    """MockSettings shares the pending-outputs set: a plan that raised would leak its tasks into the next."""
+    _named("pulumi.runtime.settings", "SETTINGS").outputs = set()
+
+
+def config_values(namespace: str) -> dict[str, str]:
+    """Every config value of the stack under `namespace:`, as the engine passed them (strings, JSON)."""
+    stored, passed = _named("pulumi.runtime.config", "CONFIG"), _named("pulumi.runtime.config", "get_config_env")
+    keys = set(stored.get()) | set(passed())
+    read = _named("pulumi.runtime.config", "get_config")
+    return {k: read(k) for k in keys if k.startswith(f"{namespace}:")}
+
+
+# --- pulumi_policy: the objects the CLI builds for each rule ------------------------------------------------
+
+
+def policy_options(parent: str | None = None) -> Any:
+    """Empty PolicyResourceOptions (the plan gives a rule inputs, not options), under `parent`."""
+    timeouts = _named("pulumi_policy", "PolicyCustomTimeouts")(0, 0, 0)
+    return _named("pulumi_policy", "PolicyResourceOptions")(False, [], None, [], timeouts, [], parent)
+
+
+def resource_validation_args(type_: str, props: Any, urn: str, name: str, config: Any) -> Any:
+    return _named("pulumi_policy", "ResourceValidationArgs")(type_, props, urn, name, policy_options(), None, config)
+
+
+def policy_resource(type_: str, props: Any, urn: str, name: str) -> Any:
+    return _named("pulumi_policy", "PolicyResource")(type_, props, urn, name, policy_options(), None, None, [], {})
+
+
+def stack_validation_args(resources: list[Any], config: Any) -> Any:
+    return _named("pulumi_policy", "StackValidationArgs")(resources, config)
+
+
+def unknown_value_error() -> type[Exception]:
+    """The exception pulumi_policy raises when a rule reads an unknown value."""
+    return _named("pulumi_policy.proxy", "UnknownValueError")
+
+
+def policy_decoder() -> tuple[Any, Any] | None:
+    """(pulumi_policy.deserialize, pulumi_policy.policy) when their decoder can be swapped; None where it changed."""
+    try:
+        for name in ("SPECIAL_SIG_KEY", "SPECIAL_SECRET_SIG", "_deserialize_property"):
+            _named("pulumi_policy.deserialize", name)
+        _named("pulumi_policy.policy", "deserialize_properties")
+    except InternalsChanged:
+        return None
+    return importlib.import_module("pulumi_policy.deserialize"), importlib.import_module("pulumi_policy.policy")

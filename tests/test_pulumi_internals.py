@@ -1,0 +1,56 @@
+"""The private Pulumi names the plan, the mocks and the policy harness use live in one module that says loudly
+when an installed SDK moved one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from components import pulumi_internals as sdk
+from tests.conftest import ROOT
+
+# A private name of the Pulumi SDK or pulumi_policy: an underscore name, or a module outside their public API.
+PRIVATE_USE = re.compile(
+    r"(?:pulumi|pulumi_policy)(?:\.\w+)*\._\w+"
+    r"|from pulumi\.runtime\.(?:settings|stack|sync_await|mocks|rpc|config) import"
+    r"|from pulumi\.runtime import (?:settings|stack|rpc|config)\b"
+    r"|from pulumi_policy(?:\.(?:deserialize|proxy|policy))? import (?:deserialize|proxy|policy)\b"
+    r"|from pulumi_policy\.(?:deserialize|proxy|policy) import"
+)
+
+
+def test_every_private_sdk_name_is_where_it_was_read() -> None:
+    sdk.check()
+
+
+def test_a_moved_private_name_fails_naming_it_and_the_fix() -> None:
+    gone = sdk.Internal("pulumi.runtime.stack", "run_pulumi_function", "run the program")
+    with pytest.raises(sdk.InternalsChanged) as raised:
+        sdk.resolve(gone)
+    message = str(raised.value)
+    assert "pulumi.runtime.stack.run_pulumi_function is gone" in message
+    assert "constraints.txt" in message and "\n" not in message
+
+
+def test_changed_positional_parameters_fail_naming_both_signatures() -> None:
+    reordered = sdk.Internal("pulumi_policy", "PolicyCustomTimeouts", "timeouts",
+                             parameters=("update_seconds", "create_seconds"))
+    with pytest.raises(sdk.InternalsChanged, match=r"takes \(create_seconds, update_seconds, delete_seconds\)"):
+        sdk.resolve(reordered)
+
+
+def test_a_missing_attribute_fails_naming_it() -> None:
+    with pytest.raises(sdk.InternalsChanged, match="has no register_everything"):
+        sdk.resolve(sdk.Internal("pulumi.runtime.mocks", "MockMonitor", "record", attributes=("register_everything",)))
+
+
+def test_no_other_module_touches_a_private_pulumi_name() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for folder in ("components", "policies")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path.name != "pulumi_internals.py"
+        for match in PRIVATE_USE.finditer(path.read_text())
+    ]
+    assert offenders == [], "move these into components/pulumi_internals.py"
