@@ -148,13 +148,20 @@ def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invente
                 "masterAuth": {"clusterCaCertificate": made_up(answers.ca_b64)},
                 "selfLink": made_up(f"https://container.googleapis.com/v1/projects/{project}/clusters/{args.name}"),
             }
+        case "gcp:compute/address:Address":
+            return {
+                "address": made_up(answers.vm_external_ip),
+                "selfLink": made_up(f"https://compute.googleapis.com/{answers.project}/addresses/{args.name}"),
+            }
         case "gcp:container/nodePool:NodePool":
             return {"instanceGroupUrls": [made_up(f"https://compute.googleapis.com/{answers.project}/{args.name}-grp")]}
         case "gcp:compute/instance:Instance":
             nics = inputs.get("networkInterfaces") or [{}]
             nic = dict(nics[0])
             nic["networkIp"] = made_up(answers.vm_internal_ip)
-            nic["accessConfigs"] = [{**(nic.get("accessConfigs") or [{}])[0], "natIp": made_up(answers.vm_external_ip)}]
+            access = (nic.get("accessConfigs") or [{}])[0]
+            # A reserved address given as natIp is the VM's; without one GCE picks an ephemeral address.
+            nic["accessConfigs"] = [{**access, "natIp": access.get("natIp") or made_up(answers.vm_external_ip)}]
             return {"networkInterfaces": [nic, *nics[1:]], "instanceId": made_up(answers.vm_instance_id)}
         case "tls:index/privateKey:PrivateKey":
             body = made_up(answers.ssh_private_key_body)

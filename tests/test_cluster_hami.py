@@ -55,7 +55,7 @@ def test_cluster_hami_create_runtime_class_never_true(plan_stack, overrides: tup
 
 def test_cluster_hami_waits_for_the_gpu_operator_and_the_node_labels(plan_stack) -> None:
     after = _hami(plan_stack("cluster"))["dependsOn"]
-    assert "gpu-operator-ready-pod" in after  # the ClusterPolicy is ready: the toolkit (and nvidia-legacy) exist
+    assert "gpu-operator-ready-job" in after  # the ClusterPolicy is ready: the toolkit (and nvidia-legacy) exist
     assert "cluster-gpu-labels-node" in after
 
 

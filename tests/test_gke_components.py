@@ -82,7 +82,8 @@ def test_gke_version_is_the_newest_offered_1_35() -> None:
     # The mock zone offers 1.36.1, 1.35.6 and 1.35.5: the prefix must exclude 1.36 and pick 1.35.6.
     assert cluster["minMasterVersion"] == "1.35.6-gke.1250000"
     pool = inputs(parts(), "gcp:container/nodePool:NodePool", "gke-gpu-pool")
-    assert pool["version"] == "1.35.6-gke.1250000"
+    # The pool starts at the master's version and follows GKE's upgrades: no version of its own to fight them.
+    assert "version" not in pool
 
 
 def test_gke_full_version_pins_it() -> None:
@@ -164,11 +165,12 @@ def test_kai_release_after_node_pool() -> None:
 
 def test_kai_waits_for_kai_config_ready() -> None:
     plan = parts()
-    gate = plan.one("kubernetes:core/v1:Pod", "kai-config-ready-pod")
-    env = {e["name"]: e["value"] for e in gate["inputs"]["spec"]["containers"][0]["env"]}
+    gate = plan.one("kubernetes:batch/v1:Job", "kai-config-ready-job")
+    env = {e["name"]: e["value"] for e in gate["inputs"]["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["GATE_PATH"] == "/apis/kai.scheduler/v1/configs/kai-config"
     assert env["GATE_READY"] == "condition:Ready"
-    assert gate["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.phase}=Succeeded"
+    # The provider's Job await: done when Complete, failed at once when the Job fails.
+    assert "pulumi.com/waitFor" not in gate["inputs"]["metadata"]["annotations"]
     assert "kai-release" in gate["dependsOn"]
     role = plan.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kai-config-ready-reader")
     assert role["inputs"]["rules"] == [{"apiGroups": ["kai.scheduler"], "resources": ["configs"],
@@ -185,7 +187,7 @@ def test_kai_kept_queues_are_stack_owned_and_go_before_the_release() -> None:
     assert child["inputs"]["spec"]["parentQueue"] == "default-parent-queue"
     # Destroy runs dependents first: child queue, parent queue, the kai-config gate, then the release.
     assert child["dependsOn"] == ["kai-parent-queue"]
-    assert parent["dependsOn"] == ["kai-config-ready-pod"]
+    assert parent["dependsOn"] == ["kai-config-ready-job"]
     assert "retainOnDelete" not in json.dumps([parent, child])
 
 
@@ -284,7 +286,7 @@ def test_policies_without_kyverno_release_follow_the_node_pool() -> None:
 
 def test_sharing_ready_holds_what_the_proof_must_wait_for() -> None:
     ready = {urn.rsplit("::", 1)[-1] for urn in parts().outputs["readyUrns"]}
-    assert ready == {"kai-config-ready-pod", "kai-parent-queue", "kai-queue", "isolator-release",
+    assert ready == {"kai-config-ready-job", "kai-parent-queue", "kai-queue", "isolator-release",
                      "gke-cdi-runtime-class", "gke-cdi-nvml-library-path", "gke-cdi-gpu-devices"}
 
 
@@ -317,7 +319,7 @@ def test_every_helm_value_path_exists_in_reference_charts(charts_dir: Path) -> N
 def test_every_kubernetes_object_validates() -> None:
     objects = [o for o in objects_in(parts()) if not is_custom_kind(o)]
     assert {o["kind"] for o in objects} == {"Namespace", "RuntimeClass", "ServiceAccount", "ClusterRole",
-                                            "ClusterRoleBinding", "ConfigMap", "Pod"}  # the last five: the gate
+                                            "ClusterRoleBinding", "ConfigMap", "Job"}  # the last five: the gate
     assert [c for c in map(validate, objects) if c] == []
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from components.plan import Plan
 
-SHARING_READY = ("kai-config-ready-pod", "kai-queue", "kai-parent-queue", "isolator-release",
+SHARING_READY = ("kai-config-ready-job", "kai-queue", "kai-parent-queue", "isolator-release",
                  "gke-cdi-runtime-class", "gke-cdi-nvml-library-path", "gke-cdi-gpu-devices")
 
 

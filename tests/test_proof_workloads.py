@@ -145,9 +145,13 @@ def test_pod_a_runs_the_compute_baseline_first_when_cores_are_set(plans: dict[st
     assert container(plans["k3s"], "pod-a")["command"][0] == "python3"
 
 
-def test_proof_and_overcommit_pods_skip_await(plans: dict[str, Plan]) -> None:
+def test_proof_and_overcommit_pods_wait_only_for_creation_and_are_awaited_on_delete(plans: dict[str, Plan]) -> None:
     for role in ("pod-a", "pod-b", "overcommit"):
-        assert pod(plans["k3s"], role)["inputs"]["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+        annotations = pod(plans["k3s"], role)["inputs"]["metadata"]["annotations"]
+        # skipAwait would also skip the wait for deletion, and a re-run's create would meet the old Pod (409).
+        assert "pulumi.com/skipAwait" not in annotations
+        assert annotations["pulumi.com/waitFor"] == "jsonpath={.metadata.uid}"
+        assert pod(plans["k3s"], role)["inputs"]["spec"]["terminationGracePeriodSeconds"] <= 5
 
 
 def test_overcommit_pod_sleeps_with_the_oversized_request_after_a_and_b(plans: dict[str, Plan]) -> None:

@@ -89,16 +89,35 @@ def test_gate_fails_at_its_deadline_naming_what_it_last_saw(api) -> None:
 
 def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) -> None:
     plan = plan_stack("cluster")
-    gate = plan.one("kubernetes:core/v1:Pod", "gpu-operator-ready-pod")
-    env = {e["name"]: e["value"] for e in gate["inputs"]["spec"]["containers"][0]["env"]}
+    gate = plan.one("kubernetes:batch/v1:Job", "gpu-operator-ready-job")
+    env = {e["name"]: e["value"] for e in gate["inputs"]["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert (env["GATE_PATH"], env["GATE_READY"]) == ("/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
                                                      "status.state=ready")
     assert "gpu-operator-release" in gate["dependsOn"]
     # The gate runs the mounted in-cluster folder, which carries the one API client it shares with the verifier.
-    assert gate["inputs"]["spec"]["containers"][0]["command"] == ["python3", "/gpushare/ready_gate_pod.py"]
+    container = gate["inputs"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python3", "/gpushare/ready_gate_pod.py"]
     files = plan.one("kubernetes:core/v1:ConfigMap", "gpu-operator-ready-files")
     assert {"ready_gate_pod.py", "kube.py"} <= set(files["inputs"]["data"])
-    assert "gpu-operator-ready-pod" in plan.one("kubernetes:helm.sh/v3:Release", "hami-release")["dependsOn"]
+    assert "gpu-operator-ready-job" in plan.one("kubernetes:helm.sh/v3:Release", "hami-release")["dependsOn"]
+
+
+@pytest.mark.parametrize(("stack", "gate"), [("cluster", "gpu-operator-ready-job"), ("gke", "kai-config-ready-job")])
+def test_a_failed_gate_fails_the_update_at_its_deadline_and_is_replaced_next_time(plan_stack, stack: str,
+                                                                                  gate: str) -> None:
+    job = plan_stack(stack).one("kubernetes:batch/v1:Job", gate)
+    spec, options = job["inputs"]["spec"], job["options"]
+    env = {e["name"]: e["value"] for e in spec["template"]["spec"]["containers"][0]["env"]}
+    # One try: the provider's Job await fails the update on BackoffLimitExceeded instead of waiting out its timeout.
+    assert spec["backoffLimit"] == 0 and spec["template"]["spec"]["restartPolicy"] == "Never"
+    # The cluster ends the Job after the gate's own deadline, even if its Pod never started; Pulumi's timeout after.
+    assert int(env["GATE_TIMEOUT"]) < spec["activeDeadlineSeconds"] < int(options["customTimeouts"]["create"][:-1])
+    # A Job that never completed is replaced by the next `pulumi up`, not waited on again.
+    assert job["inputs"]["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
+    assert "pulumi.com/skipAwait" not in job["inputs"]["metadata"]["annotations"]
+    assert options["deleteBeforeReplace"] is True
+    # Its last log line (what it last saw) is the message the failure carries.
+    assert spec["template"]["spec"]["containers"][0]["terminationMessagePolicy"] == "FallbackToLogsOnError"
 
 
 def test_no_gate_without_a_gpu_operator(plan_stack) -> None:

@@ -62,6 +62,7 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
             "costNote": gke.cost_note(cfg.gke.hourly_cost_usd, args.node_count, args.machine_type, args.gpu_type,
                                       args.spot),
         },
+        deleted_with=cluster.cluster,
     )
 
 
@@ -97,8 +98,14 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
         network_tag=k3s_vm.network_tag(pulumi.get_project(), pulumi.get_stack()),
         ssh_user=section.ssh_user,
     ))
-    args = dataclasses.replace(bootstrap_args(cfg, vm.external_ip, vm.ssh_user, vm.private_key), wait_for=[vm])
-    bootstrap = K3sBootstrap("k3s", args)
+    args = dataclasses.replace(
+        bootstrap_args(cfg, vm.external_ip, vm.ssh_user, vm.private_key),
+        wait_for=[vm],
+        host_key=vm.host_key,
+        cluster_identifier=vm.instance.instance_id.apply(lambda instance_id: f"k3s-vm:{instance_id}"),
+    )
+    # Nothing to undo over SSH on a VM that is being deleted.
+    bootstrap = K3sBootstrap("k3s", args, pulumi.ResourceOptions(deleted_with=vm.instance))
     ssh = vm.external_ip.apply(
         lambda ip: "pulumi stack output --show-secrets sshPrivateKey > k3s-key && chmod 600 k3s-key && "
         f"ssh -i k3s-key {section.ssh_user}@{ip}"
@@ -115,6 +122,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
             "costNote": k3s_vm.cost_note(section.hourly_cost_usd, section.spot),
             "sshPrivateKey": vm.private_key,
         },
+        deleted_with=vm.instance,
     )
 
 
@@ -123,7 +131,9 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
     host = cfg.host
     key = pulumi.Output.secret(host.private_key.get_secret_value())
     args = bootstrap_args(cfg, host.address, host.user, key)
-    bootstrap = K3sBootstrap("k3s", dataclasses.replace(args, port=host.port, uninstall_on_delete=True))
+    bootstrap = K3sBootstrap("k3s", dataclasses.replace(
+        args, port=host.port, uninstall_on_delete=True, cluster_identifier=f"k3s-host:{host.address}"
+    ))
     return ClusterFacts(
         provider=bootstrap.provider,
         kubernetes_version=cfg.k3s.version,
@@ -135,6 +145,7 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
             "kubeconfig": bootstrap.kubeconfig,
             "costNote": "an existing host: this stack rents nothing; `pulumi destroy` runs k3s-uninstall.sh on it",
         },
+        deleted_with=bootstrap.k3s,  # k3s-uninstall.sh removes everything k3s ran
     )
 
 

@@ -88,4 +88,4 @@ def proof(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -> Pro
     """The proof for this stack, or an honest `verification` that says why none runs."""
     if not cfg.verify.enabled:
         return ProofOutputs({"verification": disabled_verification("verification disabled")})
-    return ProofOutputs(Proof("gpushare-proof", proof_args(cfg, cluster, sharing)).outputs)
+    return ProofOutputs(Proof("gpushare-proof", proof_args(cfg, cluster, sharing), cluster.options()).outputs)

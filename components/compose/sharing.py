@@ -76,7 +76,7 @@ def gke_cdi_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> GkeCdiWorka
 
 def kai_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
     """The workarounds, KAI and the isolator on the cluster's provider, and the KAI proof."""
-    opts = pulumi.ResourceOptions(providers=[cluster.provider])
+    opts = cluster.options()
     after = [*cluster.ready, *toolkit.ready]
     workarounds = GkeCdiWorkarounds("gke-cdi", gke_cdi_args(cfg, after), opts)
     scheduler = KaiScheduler("kai", kai_scheduler_args(cfg, after), opts)
@@ -111,7 +111,7 @@ def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: Too
 def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
     """HAMi at `hami.version`, its scheduler tag from the server version, and its proof contract."""
     args = hami_args(cfg, cluster, toolkit)
-    component = Hami("hami", args, pulumi.ResourceOptions(providers=[cluster.provider]))
+    component = Hami("hami", args, cluster.options())
     proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
                        cfg.hami.device_split_count, cluster.gpu.per_node)
     return SharingSetup(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pulumi
-
 from components.config import ExistingStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import ToolkitFacts
@@ -32,10 +30,10 @@ def toolkit(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
     if not (isinstance(cfg, ExistingStack) and cfg.toolkit == "gpu-operator"):
         return ToolkitFacts(cdi_enabled=False, outputs={"installed": NOTHING[cfg.toolkit]})
     operator = GpuOperator(
-        "gpu-operator", gpu_operator_args(cfg, cluster), opts=pulumi.ResourceOptions(provider=cluster.provider)
+        "gpu-operator", gpu_operator_args(cfg, cluster), opts=cluster.options()
     )
     return ToolkitFacts(
         cdi_enabled=cfg.gpu_operator.cdi_enabled,
-        ready=[operator.toolkit_ready.pod],
+        ready=[operator.toolkit_ready.job],
         outputs={"installed": operator.installed},
     )

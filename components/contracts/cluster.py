@@ -32,3 +32,17 @@ class ClusterFacts:
     """What Kubernetes resources must wait for (the node pool, the bootstrap)."""
     outputs: Mapping[str, Any] = field(default_factory=dict)
     """Platform-specific stack outputs (cluster name, external IP, SSH command, cost note)."""
+    deleted_with: pulumi.Resource | None = None
+    """What takes the whole cluster with it when deleted (the GKE cluster, the k3s VM, k3s on a host); None for
+    a cluster the stack does not own, whose objects are then deleted one by one through its API."""
+
+    def options(self) -> pulumi.ResourceOptions:
+        """Options of a component that lives in this cluster: its provider, and deleted with the cluster.
+
+        The engine gives a component's deletedWith to every child that sets none (pulumi
+        pkg/resource/deploy/source_eval.go, inheritFromParent), and then skips their Delete when the cluster
+        goes in the same run (pkg/resource/deploy/step.go, isDeletedWith): `destroy` never needs the API of a
+        cluster that is being deleted, or is already gone (a Helm release refuses to delete through an
+        unreachable cluster, pulumi/pulumi-kubernetes#2675).
+        """
+        return pulumi.ResourceOptions(providers=[self.provider], deleted_with=self.deleted_with)

@@ -120,7 +120,7 @@ class KaiScheduler(pulumi.ComponentResource):
                 kind="Queue",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=args.parent_queue),
                 spec={"resources": OPEN_QUEUE_RESOURCES},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.config_ready.pod]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.config_ready.job]),
             )
             child = k8s.apiextensions.CustomResource(
                 f"{name}-queue",
@@ -132,7 +132,7 @@ class KaiScheduler(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[parent]),
             )
             self.queues = [parent, child]
-        self.ready = [self.config_ready.pod, *self.queues]
+        self.ready = [self.config_ready.job, *self.queues]
         self.register_outputs(
             {
                 "namespace": args.namespace,

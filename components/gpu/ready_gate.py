@@ -1,14 +1,20 @@
-"""A Pod that waits in the cluster until an object an operator creates reports ready, so Pulumi can wait on it.
+"""A Job that waits in the cluster until an object an operator creates reports ready, so Pulumi can wait on it.
 
 Helm's --wait sees a chart's own workloads, not what its operator creates afterwards (KAI's `kai-config`, the
-GPU Operator's ClusterPolicy), and Patch resources run no await logic (pulumi/pulumi-kubernetes#2455). The gate
+GPU Operator's ClusterPolicy), and Patch resources run no await logic (pulumi/pulumi-kubernetes#2455). The gate's
 Pod reads that one object with a ServiceAccount allowed only `get` on it, and exits once it is ready.
+
+A Job, not a bare Pod, because the provider's Job await ends the update as soon as the Job fails, naming it
+(provider/pkg/await/checker/job/check.go: BackoffLimitExceeded, DeadlineExceeded), where a Pod's waitFor would
+wait out the whole timeout; and `pulumi.com/replaceUnready` makes the next `pulumi up` replace a Job that never
+completed instead of waiting on it again (provider/pkg/provider/provider.go, Diff: supported for Jobs only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,7 +24,7 @@ from components.reader_account import reader_account
 
 SCRIPT = f"{incluster.MOUNT_PATH}/ready_gate_pod.py"
 MARGIN_SECONDS = 120
-"""Pulumi's own timeout beyond the gate's: image pull and start."""
+"""The Job's deadline beyond the gate's own (image pull and start), and Pulumi's beyond the Job's."""
 
 
 @dataclass(frozen=True)
@@ -39,11 +45,38 @@ class ReadyGateArgs:
     after: Sequence[pulumi.Resource] = ()
 
 
-class ReadyGate(pulumi.ComponentResource):
-    """ServiceAccount, a ClusterRole for `get` on exactly one object, the in-cluster files, and the Pod Pulumi
-    waits to succeed."""
+def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> dict[str, Any]:
+    """One try (backoffLimit 0), ended by the cluster at the gate's deadline even if its Pod never starts."""
+    return {
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": args.timeout_seconds + MARGIN_SECONDS,
+        "template": {
+            "spec": {
+                "serviceAccountName": account,
+                "restartPolicy": "Never",
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [{
+                    "name": "gate",
+                    "image": args.image,
+                    "command": ["python3", SCRIPT],
+                    "env": [{"name": "GATE_PATH", "value": path}, {"name": "GATE_READY", "value": args.ready_rule},
+                            {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)}],
+                    "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
+                    # The gate's last line ("not ready in time: … last seen: …") becomes the message the
+                    # provider's Job error carries.
+                    "terminationMessagePolicy": "FallbackToLogsOnError",
+                }],
+                "volumes": [{"name": "files", "configMap": {"name": files, "defaultMode": 0o444}}],
+            }
+        },
+    }
 
-    pod: k8s.core.v1.Pod
+
+class ReadyGate(pulumi.ComponentResource):
+    """ServiceAccount, a ClusterRole for `get` on exactly one object, the in-cluster files, and the Job Pulumi
+    waits to complete."""
+
+    job: k8s.batch.v1.Job
 
     def __init__(self, name: str, args: ReadyGateArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:ReadyGate", name, None, opts)
@@ -64,33 +97,19 @@ class ReadyGate(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
         path = f"/apis/{args.api_group}/{args.version}/{args.plural}/{args.object_name}"
-        self.pod = k8s.core.v1.Pod(
-            f"{name}-pod",
+        self.job = k8s.batch.v1.Job(
+            f"{name}-job",
             metadata={
                 "name": name,
                 "namespace": args.namespace,
-                # Succeeded only: a gate that timed out must fail `pulumi up`, not let what waits on it proceed.
-                "annotations": {"pulumi.com/waitFor": "jsonpath={.status.phase}=Succeeded"},
+                "annotations": {"pulumi.com/replaceUnready": "true"},
             },
-            spec={
-                "serviceAccountName": name,
-                "restartPolicy": "Never",
-                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                "containers": [{
-                    "name": "gate",
-                    "image": args.image,
-                    "command": ["python3", SCRIPT],
-                    "env": [{"name": "GATE_PATH", "value": path}, {"name": "GATE_READY", "value": args.ready_rule},
-                            {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)}],
-                    "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
-                }],
-                "volumes": [{"name": "files", "configMap": {"name": f"{name}-files", "defaultMode": 0o444}}],
-            },
+            spec=gate_job_spec(args, name, f"{name}-files", path),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[*args.after, binding, files],
                 delete_before_replace=True,
-                custom_timeouts=pulumi.CustomTimeouts(create=f"{args.timeout_seconds + MARGIN_SECONDS}s"),
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{args.timeout_seconds + 2 * MARGIN_SECONDS}s"),
             ),
         )
         self.register_outputs({"object": path, "ready": args.ready_rule})

@@ -104,7 +104,9 @@ class GkeCluster(pulumi.ComponentResource):
             # Off, or `pulumi destroy` fails with "cannot destroy cluster because deletion_protection is true".
             deletion_protection=False,
             node_config=gcp.container.ClusterNodeConfigArgs(image_type=IMAGE_TYPE),
-            opts=child,
+            # A version prefix is resolved once, at creation: a later `up` that finds a newer patch must not
+            # upgrade the master (and roll the GPU nodes under a running proof). GKE's own upgrades stay.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["minMasterVersion"]),
         )
 
         labels = kai_node_labels(args.gpu_product, args.gpu_memory_mib, args.gpus_per_node)
@@ -114,7 +116,8 @@ class GkeCluster(pulumi.ComponentResource):
             cluster=self.cluster.name,
             location=args.zone,
             node_count=args.node_count,
-            version=self.cluster.master_version,
+            # No `version`: the pool starts at the master's and follows GKE's auto-upgrade; a pinned one would
+            # fight every upgrade GKE makes; ignoreChanges: the version GKE moved it to is no diff.
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=args.machine_type,
                 image_type=IMAGE_TYPE,
@@ -134,7 +137,7 @@ class GkeCluster(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["version"], deleted_with=self.cluster),
         )
 
         self.version = self.cluster.master_version
@@ -146,8 +149,9 @@ class GkeCluster(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
-            # A cluster already gone (deleted by hand) must not wedge `pulumi destroy` on its objects.
-            delete_unreachable=True,
+            # The provider (and every object on it) is replaced only when this changes, not whenever the
+            # kubeconfig does (pulumi-kubernetes provider/pkg/provider/provider.go, DiffConfig).
+            cluster_identifier=self.cluster.id.apply(lambda cluster_id: f"gke:{cluster_id}"),
             opts=child,
         )
         self.register_outputs(

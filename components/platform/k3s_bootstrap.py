@@ -24,6 +24,17 @@ K3S_UNINSTALL = "/usr/local/bin/k3s-uninstall.sh"
 API_PORT = 6443
 STEPS = ("driver", "toolkit", "config", "k3s", "checks", "kubeconfig")
 """The bootstrap's steps, in the order each depends on the previous."""
+SECRET_STDOUT = frozenset({"kubeconfig"})
+"""Steps whose stdout is a credential: stored only as a secret, and never streamed into the update's log."""
+
+
+def step_logging(step: str) -> command.remote.Logging:
+    """What a step streams to the update's output while it runs; stdout is always captured either way.
+
+    pulumi-command writes stdout to the engine's log unless `logging` leaves it out, and
+    additionalSecretOutputs protects only the stored output (provider/pkg/provider/remote/commandOutputs.go).
+    """
+    return command.remote.Logging.STDERR if step in SECRET_STDOUT else command.remote.Logging.STDOUT_AND_STDERR
 
 _TOOLKIT_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 _TOOLKIT_LIST = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
@@ -187,6 +198,9 @@ class K3sBootstrapArgs:
     """True on a host we did not create: destroy runs k3s-uninstall.sh (a VM is simply deleted)."""
     wait_for: Sequence[pulumi.Resource] = ()
     """What must exist before the first SSH dial (the VM, its firewall rule)."""
+    cluster_identifier: pulumi.Input[str] | None = None
+    """What makes this cluster this cluster (the VM's instance id, the host's address): the Kubernetes provider,
+    and every object on it, is replaced only when it changes."""
 
 
 class K3sBootstrap(pulumi.ComponentResource):
@@ -195,6 +209,8 @@ class K3sBootstrap(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     ready: pulumi.Resource
+    k3s: command.remote.Command
+    """The install step; on a host we did not create its delete uninstalls k3s, and everything in it."""
 
     def __init__(self, name: str, args: K3sBootstrapArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:platform:K3sBootstrap", name, None, opts)
@@ -225,16 +241,18 @@ class K3sBootstrap(pulumi.ComponentResource):
                 connection=connection,
                 create=scripts[step],
                 delete=render_uninstall_script() if step == "k3s" and args.uninstall_on_delete else None,
+                logging=step_logging(step),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     depends_on=list(previous),
                     # The kubeconfig holds the cluster's admin credentials.
-                    additional_secret_outputs=["stdout"] if step == "kubeconfig" else None,
+                    additional_secret_outputs=["stdout"] if step in SECRET_STDOUT else None,
                     custom_timeouts=pulumi.CustomTimeouts(create="30m") if step in ("driver", "toolkit") else None,
                 ),
             )
             previous = [steps[step]]
         self.ready = steps["kubeconfig"]
+        self.k3s = steps["k3s"]
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(steps["kubeconfig"].stdout, args.host).apply(
                 lambda parts: point_kubeconfig_at(parts[0], api_server(parts[1]))
@@ -243,8 +261,9 @@ class K3sBootstrap(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-provider",
             kubeconfig=self.kubeconfig,
-            # A reclaimed Spot VM or a host gone for good must not wedge `pulumi destroy` on its objects.
-            delete_unreachable=True,
+            # Without it a new server address in the kubeconfig replaces the provider and every object on it
+            # (pulumi-kubernetes provider/pkg/provider/provider.go, DiffConfig compares the active cluster).
+            cluster_identifier=args.cluster_identifier,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[steps["kubeconfig"]]),
         )
         self.register_outputs({"kubeconfig": self.kubeconfig, "nodeName": args.node_name})

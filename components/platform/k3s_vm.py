@@ -29,6 +29,14 @@ def boot_disk_type(machine_type: str) -> str:
     return "hyperdisk-balanced" if machine_type.startswith(_HYPERDISK_ONLY) else "pd-balanced"
 
 
+def region_of(zone: str) -> str:
+    """`us-central1-b` → `us-central1`: a static external address is regional."""
+    region, sep, _ = zone.rpartition("-")
+    if not sep or not region:
+        raise ValueError(f"{zone!r} is not a GCE zone (region-letter, e.g. us-central1-b)")
+    return region
+
+
 def cost_note(hourly_usd: float, spot: bool) -> str:
     """One line for the outputs: what the VM costs while it runs, and what Spot means for it."""
     if spot:
@@ -57,18 +65,29 @@ class GpuVmArgs:
 
 
 class GpuVm(pulumi.ComponentResource):
-    """A GCE instance with one GPU, an SSH key pair for it, and a firewall rule for SSH and the API only."""
+    """A GCE instance with one GPU, a static external address, an SSH key pair, and a firewall rule for SSH and the
+    API only."""
 
     external_ip: pulumi.Output[str]
     private_key: pulumi.Output[str]
     ssh_user: str
     instance: gcp.compute.Instance
     firewall: gcp.compute.Firewall
+    address: gcp.compute.Address
 
     def __init__(self, name: str, args: GpuVmArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:platform:GpuVm", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         key = tls.PrivateKey(f"{name}-ssh-key", algorithm="ED25519", opts=child)
+        # Reserved, so a Spot VM stopped and started again keeps its address, and with it the TLS SAN, the
+        # kubeconfig's server and the firewall's meaning: an ephemeral one may change on every start.
+        self.address = gcp.compute.Address(
+            f"{name}-address",
+            region=region_of(args.zone),
+            address_type="EXTERNAL",
+            description="the k3s GPU VM's external address, kept across stops",
+            opts=child,
+        )
         self.firewall = gcp.compute.Firewall(
             f"{name}-firewall",
             network=args.network,
@@ -112,7 +131,8 @@ class GpuVm(pulumi.ComponentResource):
             ),
             network_interfaces=[
                 gcp.compute.InstanceNetworkInterfaceArgs(
-                    network=args.network, access_configs=[gcp.compute.InstanceNetworkInterfaceAccessConfigArgs()]
+                    network=args.network,
+                    access_configs=[gcp.compute.InstanceNetworkInterfaceAccessConfigArgs(nat_ip=self.address.address)],
                 )
             ],
             guest_accelerators=accelerators,
@@ -124,7 +144,7 @@ class GpuVm(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.firewall]),
         )
-        self.external_ip = self.instance.network_interfaces.apply(lambda nics: nics[0].access_configs[0].nat_ip)
+        self.external_ip = self.address.address
         self.private_key = pulumi.Output.secret(key.private_key_openssh)
         self.ssh_user = args.ssh_user
         self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})

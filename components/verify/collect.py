@@ -22,7 +22,9 @@ from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOU
 
 VERIFIER_POD = "gpushare-verifier"
 DEADLINE_MARGIN_SECONDS = 300
-"""Beyond the verifier's own deadline: image pull, start, judging."""
+"""Beyond the verifier's own deadline: image pull, start, judging; then the kubelet stops it."""
+KILL_MARGIN_SECONDS = 60
+"""Pulumi's create timeout beyond the Pod's activeDeadlineSeconds, so the cluster's deadline ends it first."""
 READ_ONLY = ("get", "list", "watch")
 CLUSTER_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": list(READ_ONLY)},
@@ -59,10 +61,16 @@ def planned_verification(expect: Expectation) -> dict[str, Any]:
 
 
 def _field(obj: Any, camel: str, snake: str) -> Any:
-    """A status field from Pulumi's typed outputs (snake_case keys) or a plain manifest (camelCase)."""
+    """A status field from Pulumi's typed outputs (snake_case keys) or a plain manifest (camelCase).
+
+    Read through dict's own `get`: a typed output's `get` logs a warning for a camelCase key
+    (pulumi-kubernetes' generated output types, `__key_warning`), which `pulumi up` would print.
+    """
     if not isinstance(obj, Mapping):
         return None
-    return obj.get(snake, obj.get(camel))
+    read = dict.get if isinstance(obj, dict) else type(obj).get
+    value = read(obj, snake)
+    return value if value is not None else read(obj, camel)
 
 
 def termination_message(status: Any) -> str | None:
@@ -162,7 +170,8 @@ class Verifier(pulumi.ComponentResource):
                 )
             )
 
-        timeout = f"{expect.deadline_seconds + DEADLINE_MARGIN_SECONDS}s"
+        active_deadline = expect.deadline_seconds + DEADLINE_MARGIN_SECONDS
+        timeout = f"{active_deadline + KILL_MARGIN_SECONDS}s"
         self.pod = k8s.core.v1.Pod(
             f"{name}-pod",
             metadata={
@@ -176,6 +185,9 @@ class Verifier(pulumi.ComponentResource):
                 "serviceAccountName": VERIFIER_POD,
                 "automountServiceAccountToken": True,
                 "restartPolicy": "Never",
+                # A verifier that hangs is stopped by the kubelet, terminated, and judged failed (WAIT_TERMINATED).
+                "activeDeadlineSeconds": active_deadline,
+                "terminationGracePeriodSeconds": 5,
                 # GPU-only node pools (GKE) carry this taint; the verifier uses no GPU but must land somewhere.
                 "tolerations": [GPU_TAINT_TOLERATION],
                 "containers": [
@@ -196,7 +208,12 @@ class Verifier(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 child(*access, *args.proof_pods, replace_first=True),
                 pulumi.ResourceOptions(
-                    custom_timeouts=pulumi.CustomTimeouts(create=timeout), replacement_trigger=args.run_id
+                    custom_timeouts=pulumi.CustomTimeouts(create=timeout),
+                    replacement_trigger=args.run_id,
+                    # A verifier that never terminated (its create timed out) is recorded with an init error; "*"
+                    # makes the next `up` replace it rather than wait on it again (pulumi
+                    # pkg/resource/deploy/step_generator.go, applyReplaceOnChanges).
+                    replace_on_changes=["*"],
                 ),
             ),
         )

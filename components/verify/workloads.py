@@ -1,8 +1,9 @@
 """The proof Pods: two slices of one card that probe their quota, an over-commit Pod, and their probe files.
 
-The Pods only measure; the verifier (collect.py) waits for them and judges. Every Pod here carries
-`pulumi.com/skipAwait` except the whole-GPU precondition Pod, so a Pod that stays Pending (as the over-commit
-Pod must) never hangs `pulumi up`: the verifier does the waiting, with a deadline.
+The Pods only measure; the verifier (collect.py) waits for them and judges. Pulumi waits for each slice Pod
+only until the API server has it (`CREATED`), so a Pod that stays Pending (as the over-commit Pod must) never
+hangs `pulumi up`: the verifier does the waiting, with a deadline. They carry no `pulumi.com/skipAwait`, so a
+re-run (a new `verify.runId`) waits until the old Pod is gone before it creates its namesake.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ WHOLE_GPU_POD = "gpushare-whole-gpu"
 PROOF_POD_LABEL = "gpushare.io/proof-pod"
 GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 COMMON_LABELS = {"app.kubernetes.io/part-of": "gpushare", "app.kubernetes.io/component": "proof"}
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+# Satisfied once the API server has the Pod. Not skipAwait: on a Pod that also skips the await on delete
+# (pulumi-kubernetes provider/pkg/metadata/overrides.go, allowsSkipAwaitWithDelete), and the replacement's create
+# then meets the old Pod still terminating (409 AlreadyExists).
+CREATED = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
+GRACE_SECONDS = 5
+"""A probe (python or sleep as PID 1) has no SIGTERM handler and PID 1 ignores SIGTERM: keep the kill short."""
 # Done when its container has terminated, succeeded or failed: a Failed Pod must not hold `pulumi up` to its timeout.
 WAIT_TERMINATED = {"pulumi.com/waitFor": "jsonpath={.status.containerStatuses[0].state.terminated}"}
 BASE_ENV = {
@@ -158,6 +164,7 @@ def proof_pod_spec(
     spec: dict[str, Any] = {
         "schedulerName": request.scheduler_name,
         "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": GRACE_SECONDS,
         "tolerations": [GPU_TAINT_TOLERATION],
         "containers": [container],
     }
@@ -182,7 +189,7 @@ class ProofWorkloads(pulumi.ComponentResource):
             raise ValueError(f"the proof needs exactly two slice requests (a, b), got {len(proof.requests)}")
 
         def child(depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
-            # Named Pods cannot coexist with their replacement: delete first.
+            # Named Pods cannot coexist with their replacement: delete first (the delete is awaited, see CREATED).
             return pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
@@ -214,6 +221,7 @@ class ProofWorkloads(pulumi.ComponentResource):
                 metadata=metadata(WHOLE_GPU_POD, None, WAIT_TERMINATED),
                 spec={
                     "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": GRACE_SECONDS,
                     "tolerations": [GPU_TAINT_TOLERATION],
                     "containers": [
                         {
@@ -233,7 +241,7 @@ class ProofWorkloads(pulumi.ComponentResource):
         names = (f"{prefix}-a", f"{prefix}-b")
         pod_a = k8s.core.v1.Pod(
             f"{name}-pod-a",
-            metadata=metadata(names[0], proof.requests[0], SKIP_AWAIT),
+            metadata=metadata(names[0], proof.requests[0], CREATED),
             spec=proof_pod_spec(
                 proof.requests[0],
                 command=container_command(args.probes, measure_compute=True),
@@ -245,7 +253,7 @@ class ProofWorkloads(pulumi.ComponentResource):
         )
         pod_b = k8s.core.v1.Pod(
             f"{name}-pod-b",
-            metadata=metadata(names[1], proof.requests[1], SKIP_AWAIT),
+            metadata=metadata(names[1], proof.requests[1], CREATED),
             spec=proof_pod_spec(
                 proof.requests[1],
                 command=container_command(args.probes, measure_compute=False),
@@ -269,7 +277,7 @@ class ProofWorkloads(pulumi.ComponentResource):
             self.pods.append(
                 k8s.core.v1.Pod(
                     f"{name}-overcommit",
-                    metadata=metadata(OVERCOMMIT_POD, proof.overcommit_request, SKIP_AWAIT),
+                    metadata=metadata(OVERCOMMIT_POD, proof.overcommit_request, CREATED),
                     spec=overcommit_spec,
                     opts=child([pod_a, pod_b]),
                 )
