@@ -218,7 +218,7 @@ def test_isolator_never_sets_host_install_base() -> None:
 
 def test_isolator_priority_classes_are_empty_and_monitor_on() -> None:
     iso = release(parts(), "isolator-release")
-    assert iso["chart"] == "oci://docker.io/projecthami/kai-resource-isolator"
+    assert iso["chart"] == "oci://registry-1.docker.io/projecthami/kai-resource-isolator"
     assert iso["version"] == "1.1.0-chart"
     assert iso["namespace"] == "kai-resource-isolator"
     assert iso["values"]["librarySync"]["priorityClassName"] == ""

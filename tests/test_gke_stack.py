@@ -35,7 +35,7 @@ def test_gke_stack_plans_every_component(plan_stack: Callable[..., Plan]) -> Non
         plan.one(type_, name)
     releases = {r["inputs"]["chart"] for r in plan.find("kubernetes:helm.sh/v3:Release")}
     assert {"oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler",
-            "oci://docker.io/projecthami/kai-resource-isolator", "kyverno"} <= releases
+            "oci://registry-1.docker.io/projecthami/kai-resource-isolator", "kyverno"} <= releases
 
 
 def test_gke_stack_outputs(plan_stack: Callable[..., Plan]) -> None:

@@ -75,9 +75,10 @@ def test_k3s_network_tag_is_a_valid_gce_tag():
 
 def test_k3s_ssh_key_is_ed25519_and_secret(plan_stack):
     plan = plan_stack("k3s")
-    key = plan.one(KEY)
-    assert key["inputs"]["algorithm"] == "ED25519"
-    assert "privateKeyOpenssh" in key["options"]["additionalSecretOutputs"]
+    for name in ("k3s-vm-ssh-key", "k3s-vm-host-key"):  # the login key, and the VM's sshd host key
+        key = plan.one(KEY, name)
+        assert key["inputs"]["algorithm"] == "ED25519"
+        assert "privateKeyOpenssh" in key["options"]["additionalSecretOutputs"]
     assert plan.outputs["sshPrivateKey"] == "[secret]"
 
 
@@ -85,6 +86,23 @@ def test_k3s_instance_metadata_carries_the_generated_public_key(plan_stack):
     metadata = plan_stack("k3s").one(INSTANCE)["inputs"]["metadata"]
     assert metadata["ssh-keys"].startswith("ubuntu:ssh-ed25519 ")
     assert metadata["enable-oslogin"] == "FALSE"
+    assert metadata["user-data"] == "[secret]"  # it carries the host key's private half
+
+
+def test_host_key_cloud_config_installs_the_generated_ed25519_key() -> None:
+    import yaml
+
+    from components.platform.k3s_vm import host_key_cloud_config
+
+    text = host_key_cloud_config("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n",
+                                 "ssh-ed25519 AAAA host\n")
+    assert text.startswith("#cloud-config\n")
+    document = yaml.safe_load(text)
+    assert document["ssh_keys"] == {
+        "ed25519_private": "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n",
+        "ed25519_public": "ssh-ed25519 AAAA host",
+    }
+    assert document["ssh_deletekeys"] is True
 
 
 def test_k3s_instance_is_a_spot_g4_with_ubuntu_2204(plan_stack):
@@ -217,3 +235,10 @@ def test_k3s_existing_host_outputs(plan_stack):
 def test_k3s_existing_host_requires_the_host_section(plan_stack):
     with pytest.raises(ConfigError, match="gpushare:host"):
         plan_stack("k3s", "gpushare:platform=existing-host", "gpushare:vm=null")
+
+
+def test_static_address_is_reserved_in_the_vms_region() -> None:
+    from components.platform.k3s_vm import region_of
+
+    assert region_of("us-central1-b") == "us-central1"
+    assert region_of("asia-northeast1-a") == "asia-northeast1"

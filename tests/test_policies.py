@@ -11,7 +11,7 @@ from policies.model import GKE_CLUSTER, GKE_NODE_POOL, POD, RELEASE_TYPES, STACK
 
 RELEASE = RELEASE_TYPES[0]
 KAI = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
-ISOLATOR = "oci://docker.io/projecthami/kai-resource-isolator"
+ISOLATOR = "oci://registry-1.docker.io/projecthami/kai-resource-isolator"
 
 
 def release(chart: str, version: str = "1.0.0", values: dict[str, Any] | None = None,

@@ -12,7 +12,8 @@ import pulumi_kubernetes as k8s
 from components.contracts.proof import MonitorTarget
 from components.gpu.chart import ChartRelease, install_chart
 
-CHART = "oci://docker.io/projecthami/kai-resource-isolator"
+# Docker Hub's registry host as Helm's OCI client contacts it; `docker.io` is a name only image references alias.
+CHART = "oci://registry-1.docker.io/projecthami/kai-resource-isolator"
 RELEASE_NAME = "kai-resource-isolator"
 MONITOR_SELECTOR = "app.kubernetes.io/component=kai-vgpu-monitor"
 MONITOR_PORT = 9394

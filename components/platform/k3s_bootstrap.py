@@ -198,6 +198,8 @@ class K3sBootstrapArgs:
     """True on a host we did not create: destroy runs k3s-uninstall.sh (a VM is simply deleted)."""
     wait_for: Sequence[pulumi.Resource] = ()
     """What must exist before the first SSH dial (the VM, its firewall rule)."""
+    host_key: pulumi.Input[str] | None = None
+    """The host's sshd public key (OpenSSH); None trusts whatever key the address offers (a host we did not make)."""
     cluster_identifier: pulumi.Input[str] | None = None
     """What makes this cluster this cluster (the VM's instance id, the host's address): the Kubernetes provider,
     and every object on it, is replaced only when it changes."""
@@ -219,6 +221,8 @@ class K3sBootstrap(pulumi.ComponentResource):
             user=args.user,
             port=args.port,
             private_key=pulumi.Output.secret(args.private_key),
+            # Compared with the key the host offers (pulumi-command provider/pkg/provider/remote/connection.go).
+            host_key=args.host_key,
             # A fresh VM's sshd takes a minute or two to answer; the default gives up sooner.
             dial_error_limit=40,
         )

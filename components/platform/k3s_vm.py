@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_tls as tls
+import yaml
 
 from components.platform.k3s_bootstrap import API_PORT
 
@@ -35,6 +36,18 @@ def region_of(zone: str) -> str:
     if not sep or not region:
         raise ValueError(f"{zone!r} is not a GCE zone (region-letter, e.g. us-central1-b)")
     return region
+
+
+def host_key_cloud_config(private_key_openssh: str, public_key_openssh: str) -> str:
+    """cloud-init user-data that installs a host key we generated, so the bootstrap can verify the VM it dials.
+
+    cloud-init's `ssh_keys` writes it before sshd first starts; the other key types are still generated.
+    """
+    document = {
+        "ssh_deletekeys": True,
+        "ssh_keys": {"ed25519_private": private_key_openssh, "ed25519_public": public_key_openssh.strip()},
+    }
+    return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=True)
 
 
 def cost_note(hourly_usd: float, spot: bool) -> str:
@@ -70,6 +83,8 @@ class GpuVm(pulumi.ComponentResource):
 
     external_ip: pulumi.Output[str]
     private_key: pulumi.Output[str]
+    host_key: pulumi.Output[str]
+    """The sshd host key's public half (OpenSSH), which the bootstrap's SSH connection must be offered."""
     ssh_user: str
     instance: gcp.compute.Instance
     firewall: gcp.compute.Firewall
@@ -79,6 +94,8 @@ class GpuVm(pulumi.ComponentResource):
         super().__init__("gpushare:platform:GpuVm", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         key = tls.PrivateKey(f"{name}-ssh-key", algorithm="ED25519", opts=child)
+        # The VM's sshd host key, ours from birth: without it the bootstrap would trust whatever answers the address.
+        host = tls.PrivateKey(f"{name}-host-key", algorithm="ED25519", opts=child)
         # Reserved, so a Spot VM stopped and started again keeps its address, and with it the TLS SAN, the
         # kubeconfig's server and the firewall's meaning: an ephemeral one may change on every start.
         self.address = gcp.compute.Address(
@@ -139,6 +156,12 @@ class GpuVm(pulumi.ComponentResource):
             scheduling=scheduling,
             metadata={
                 "ssh-keys": public_key.apply(lambda k: f"{args.ssh_user}:{k}"),
+                # Secret in the state; in the project's instance metadata like any startup configuration.
+                "user-data": pulumi.Output.secret(
+                    pulumi.Output.all(host.private_key_openssh, host.public_key_openssh).apply(
+                        lambda keys: host_key_cloud_config(keys[0], keys[1])
+                    )
+                ),
                 # Project-wide OS Login would ignore the ssh-keys above and refuse the bootstrap's key.
                 "enable-oslogin": "FALSE",
             },
@@ -146,5 +169,6 @@ class GpuVm(pulumi.ComponentResource):
         )
         self.external_ip = self.address.address
         self.private_key = pulumi.Output.secret(key.private_key_openssh)
+        self.host_key = host.public_key_openssh.apply(lambda k: k.strip())
         self.ssh_user = args.ssh_user
         self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})

@@ -1,0 +1,230 @@
+"""What the real engine and providers do on update, replace and delete rests on resource options the mocks accept
+without acting on them: these tests pin each option a fix relies on, so none can silently disappear."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.mocks import MOCK_KUBECONFIG, VM_EXTERNAL_IP, GpushareMocks
+from components.plan import Plan
+from components.pulumi_internals import SIG_KEY
+
+EXISTING_HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
+                 "gpushare:host.privateKey=key")
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+COMMANDS = ("command:remote:Command", "command:local:Command")
+CREDENTIALS = ("mock-token", "PRIVATE KEY")
+"""What a credential looks like in the mocks' command output (the kubeconfig's token, a private key)."""
+
+
+def revealed(value: Any) -> Any:
+    """A mock input with its secret wrapper removed (the mocks see what the provider would)."""
+    return value["value"] if isinstance(value, dict) and SIG_KEY in value else value
+
+
+def in_cluster(plan: Plan) -> list[dict[str, Any]]:
+    """Every Kubernetes object and every component that holds them (not the provider itself)."""
+    return [r for r in plan.resources if r["type"].startswith(("kubernetes:", "gpushare:gpu:", "gpushare:verify:"))]
+
+
+# --- destroy: what lives in a cluster the stack owns goes with the cluster ------------------------------------
+
+
+@pytest.mark.parametrize(("stack", "overrides", "owner"), [
+    ("gke", (), "gke-cluster"),
+    ("k3s", (), "k3s-vm-instance"),
+    ("k3s", EXISTING_HOST, "k3s-k3s"),  # k3s-uninstall.sh removes everything k3s ran
+])
+def test_everything_in_an_owned_cluster_is_deleted_with_the_cluster(plan_stack: Callable[..., Plan], stack: str,
+                                                                    overrides: tuple[str, ...], owner: str) -> None:
+    plan = plan_stack(stack, *overrides)
+    inside = in_cluster(plan)
+    assert len(inside) > 10
+    assert {r["name"]: r.get("options", {}).get("deletedWith") for r in inside} == {r["name"]: owner for r in inside}
+
+
+def test_gke_node_pool_goes_with_its_cluster(plan_stack: Callable[..., Plan]) -> None:
+    pool = plan_stack("gke").one("gcp:container/nodePool:NodePool", "gke-gpu-pool")
+    assert pool["options"]["deletedWith"] == "gke-cluster"
+
+
+def test_k3s_on_a_vm_runs_no_ssh_step_on_delete_but_an_existing_host_is_uninstalled(
+        plan_stack: Callable[..., Plan]) -> None:
+    for step in plan_stack("k3s").find("command:remote:Command"):
+        assert step["options"]["deletedWith"] == "k3s-vm-instance", step["name"]
+    host = plan_stack("k3s", *EXISTING_HOST)
+    k3s = host.one("command:remote:Command", "k3s-k3s")
+    assert "k3s-uninstall.sh" in k3s["inputs"]["delete"] and "deletedWith" not in k3s.get("options", {})
+
+
+def test_on_the_cluster_stack_every_release_is_uninstalled(plan_stack: Callable[..., Plan]) -> None:
+    plan = plan_stack("cluster")
+    assert plan.find("kubernetes:helm.sh/v3:Release")
+    for resource in plan.resources:
+        options = resource.get("options", {})
+        assert "deletedWith" not in options and "retainOnDelete" not in options, resource["name"]
+
+
+# --- the Kubernetes provider: its identity, and no silent state loss ------------------------------------------
+
+
+@pytest.mark.parametrize(("stack", "overrides"), [("gke", ()), ("k3s", ()), ("k3s", EXISTING_HOST), ("cluster", ())])
+def test_no_kubernetes_provider_drops_unreachable_resources_from_the_state(
+        plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...]) -> None:
+    for provider in plan_stack(stack, *overrides).find(K8S_PROVIDER):
+        assert "deleteUnreachable" not in provider["inputs"], provider["name"]
+
+
+@pytest.mark.parametrize(("stack", "overrides", "identity"), [
+    ("gke", (), "gke:gke-cluster-id"),
+    ("k3s", (), "k3s-vm:1234567890123456789"),
+    ("k3s", EXISTING_HOST, "k3s-host:192.0.2.50"),
+])
+def test_kubernetes_provider_of_an_owned_cluster_names_its_identity(
+        plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...], identity: str) -> None:
+    (provider,) = plan_stack(stack, *overrides).find(K8S_PROVIDER)
+    assert provider["inputs"]["clusterIdentifier"] == identity
+
+
+def _with_address(address: str) -> GpushareMocks:
+    def override(args: Any, state: dict[str, Any]) -> dict[str, Any] | None:
+        return {**state, "address": address} if args.typ == "gcp:compute/address:Address" else None
+
+    return GpushareMocks(override=override)
+
+
+def test_a_changed_vm_address_replaces_no_kubernetes_resource(fresh_plan: Callable[..., Plan]) -> None:
+    before = fresh_plan("k3s", mocks=_with_address(VM_EXTERNAL_IP))
+    after = fresh_plan("k3s", mocks=_with_address("198.51.100.99"))
+    assert (before.outputs["externalIp"], after.outputs["externalIp"]) == (VM_EXTERNAL_IP, "198.51.100.99")
+    # The kubeconfig's server follows the address (the TLS SAN and the config step show it) ...
+    config = [p.one("command:remote:Command", "k3s-config")["inputs"]["create"] for p in (before, after)]
+    assert VM_EXTERNAL_IP in config[0] and "198.51.100.99" in config[1]
+    # ... yet the provider's identity is unchanged: DiffConfig then plans an update, never a replacement ...
+    identity = [p.one(K8S_PROVIDER, "k3s-provider")["inputs"]["clusterIdentifier"] for p in (before, after)]
+    assert identity[0] == identity[1] and identity[0]
+    # ... and no Kubernetes object's inputs or options change, so none is replaced.
+    def objects(plan: Plan) -> dict[str, Any]:
+        return {r["name"]: (r["inputs"], r.get("options")) for r in plan.resources
+                if r["type"].startswith("kubernetes:")}
+
+    assert objects(before) == objects(after)
+
+
+def test_the_vm_keeps_a_reserved_address_across_stops(plan_stack: Callable[..., Plan]) -> None:
+    plan = plan_stack("k3s")
+    address = plan.one("gcp:compute/address:Address", "k3s-vm-address")
+    assert address["inputs"]["addressType"] == "EXTERNAL" and address["inputs"]["region"] == "us-central1"
+    nic = plan.one("gcp:compute/instance:Instance", "k3s-vm-instance")["inputs"]["networkInterfaces"][0]
+    assert nic["accessConfigs"] == [{"natIp": VM_EXTERNAL_IP}]
+    assert "k3s-vm-address" in plan.one("gcp:compute/instance:Instance", "k3s-vm-instance")["dependsOn"]
+
+
+# --- re-running the proof, and failures that end the update ---------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["gke", "k3s", "cluster"])
+def test_proof_pods_and_verifier_are_replaced_delete_first_on_a_new_run_id(plan_stack: Callable[..., Plan],
+                                                                           stack: str) -> None:
+    plan = plan_stack(stack, "gpushare:verify.runId=7")
+    pods = plan.find("kubernetes:core/v1:Pod")
+    assert len(pods) >= 3
+    for pod in pods:
+        assert pod["options"]["deleteBeforeReplace"] is True, pod["name"]
+        assert pod["options"]["replacementTrigger"] == "7", pod["name"]
+        assert "pulumi.com/skipAwait" not in pod["inputs"]["metadata"].get("annotations", {}), pod["name"]
+        assert pod["inputs"]["spec"]["terminationGracePeriodSeconds"] <= 5, pod["name"]
+
+
+def test_verifier_is_stopped_at_its_deadline_and_replaced_after_a_timed_out_run(
+        plan_stack: Callable[..., Plan]) -> None:
+    pod = plan_stack("k3s").one("kubernetes:core/v1:Pod", "gpushare-proof-verifier-pod")
+    deadline = pod["inputs"]["spec"]["activeDeadlineSeconds"]
+    assert 900 < deadline < int(pod["options"]["customTimeouts"]["create"].removesuffix("s"))
+    # A create that timed out leaves an init error; "*" turns it into a replacement on the next `pulumi up`.
+    assert pod["options"]["replaceOnChanges"] == ["*"]
+
+
+# --- secrets out of the update's log ---------------------------------------------------------------------------
+
+
+def _commands_with_output(fresh_plan: Callable[..., Plan], stack: str, overrides: tuple[str, ...]
+                          ) -> list[tuple[dict[str, Any], str]]:
+    stdout: dict[str, str] = {}
+
+    def record(args: Any, state: dict[str, Any]) -> None:
+        if args.typ in COMMANDS:
+            stdout[args.name] = state.get("stdout", "")
+
+    plan = fresh_plan(stack, list(overrides), mocks=GpushareMocks(override=record))
+    return [(r, stdout[r["name"]]) for r in plan.resources if r["type"] in COMMANDS]
+
+
+@pytest.mark.parametrize(("stack", "overrides"), [("gke", ()), ("k3s", ()), ("k3s", EXISTING_HOST), ("cluster", ())])
+def test_no_command_streams_a_secret_into_the_update_output(fresh_plan: Callable[..., Plan], stack: str,
+                                                            overrides: tuple[str, ...]) -> None:
+    for command, stdout in _commands_with_output(fresh_plan, stack, overrides):
+        name, logging = command["name"], command["inputs"].get("logging")
+        assert logging in ("stdout", "stderr", "stdoutAndStderr", "none"), f"{name} leaves logging to the default"
+        if any(marker in stdout for marker in CREDENTIALS):
+            assert logging in ("stderr", "none"), f"{name} prints a credential and streams its stdout"
+            assert "stdout" in command["options"]["additionalSecretOutputs"], f"{name} stores its stdout in plain"
+        assert not any(marker in json.dumps(command["inputs"]) for marker in CREDENTIALS), name
+
+
+def test_the_kubeconfig_step_is_the_one_that_prints_a_credential(fresh_plan: Callable[..., Plan]) -> None:
+    printing = [c["name"] for c, out in _commands_with_output(fresh_plan, "k3s", ()) if out == MOCK_KUBECONFIG]
+    assert printing == ["k3s-kubeconfig"]
+
+
+def test_bootstrap_checks_the_host_key_the_vm_was_born_with(fresh_plan: Callable[..., Plan]) -> None:
+    seen: dict[str, Any] = {}
+
+    def record(args: Any, state: dict[str, Any]) -> None:
+        if args.typ == "command:remote:Command":
+            seen[args.name] = revealed(args.inputs["connection"]).get("hostKey")
+        if args.typ == "gcp:compute/instance:Instance":
+            seen["user-data"] = revealed(revealed(args.inputs["metadata"])["user-data"])
+
+    fresh_plan("k3s", mocks=GpushareMocks(override=record))
+    public = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockMockMockMockMockMockMockMockMockMock"
+    assert {seen[f"k3s-{step}"] for step in ("driver", "toolkit", "config", "k3s", "checks", "kubeconfig")} == {public}
+    assert seen["user-data"].startswith("#cloud-config\n") and f"ed25519_public: {public}" in seen["user-data"]
+
+
+# --- GKE under a later `pulumi up` -----------------------------------------------------------------------------
+
+
+def test_gke_master_version_is_resolved_once_and_the_pool_follows_auto_upgrade(plan_stack: Callable[..., Plan]) -> None:
+    plan = plan_stack("gke")
+    assert plan.one("gcp:container/cluster:Cluster", "gke-cluster")["options"]["ignoreChanges"] == ["minMasterVersion"]
+    pool = plan.one("gcp:container/nodePool:NodePool", "gke-gpu-pool")
+    assert "version" not in pool["inputs"] and pool["options"]["ignoreChanges"] == ["version"]
+
+
+# --- small ones ------------------------------------------------------------------------------------------------
+
+
+def test_isolator_chart_comes_from_docker_hubs_registry_host(plan_stack: Callable[..., Plan]) -> None:
+    chart = plan_stack("gke").one("kubernetes:helm.sh/v3:Release", "isolator-release")["inputs"]["chart"]
+    assert chart == "oci://registry-1.docker.io/projecthami/kai-resource-isolator"
+
+
+def test_reading_the_verifiers_typed_status_logs_no_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pulumi_kubernetes.core.v1 import outputs
+
+    from components.verify.collect import termination_message
+
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    terminated = outputs.ContainerStateTerminated(exit_code=0, message='{"passed": true}')
+    status = outputs.PodStatus(container_statuses=[outputs.ContainerStatus(
+        image="python", image_id="python@sha256:0", name="verifier", ready=False, restart_count=0,
+        state=outputs.ContainerState(terminated=terminated))])
+    assert termination_message(status) == '{"passed": true}'
+    assert warnings == []
