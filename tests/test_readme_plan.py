@@ -101,7 +101,7 @@ def test_cluster_hami_waits_for_the_operators_cluster_policy(plan_stack) -> None
     assert "HAMi goes in only once the operator's ClusterPolicy reports `ready`" in stack_section("cluster")
     plan = plan_stack("cluster")
     waits_on = _waits_on(plan)
-    gate = plan.one("kubernetes:core/v1:Pod", "gpu-operator-ready-pod")["name"]
+    gate = plan.one("kubernetes:batch/v1:Job", "gpu-operator-ready-job")["name"]
     assert all(gate in waits_on[r] for r in _real(plan, ["hami"]))
 
 
