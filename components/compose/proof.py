@@ -12,11 +12,19 @@ from components.incluster.expectation import Expectation, Monitor, NodeRegistrat
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
 from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings
 
+MIB = 1 << 20
+
+
+def compute_share(cfg: StackConfig, proof: SharingProof) -> int | None:
+    """The compute share to prove: the one the mechanism sets itself (MPS), else the one config asks for."""
+    return proof.cores_percent if proof.cores_percent is not None else cfg.verify.cores_percent
+
 
 def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
     """What every check must observe, from the sharing contract and config: the verifier's GPUSHARE_EXPECT."""
     v, monitor, reg = cfg.verify, proof.monitor, proof.node_registration
     gke = isinstance(cfg, GkeStack)
+    cores = compute_share(cfg, proof)
     not_offered = [c for c in proof.checks if proof.mechanism not in REGISTRY[c].rules]
     if not_offered:
         raise ValueError(f"the {proof.mechanism} mechanism does not offer the checks {not_offered}")
@@ -35,15 +43,17 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         hold_mib=round(v.hold_gib * 1024),
         extra_mib=round(v.extra_gib * 1024),
         deadline_seconds=v.deadline_seconds,
-        cores_percent=v.cores_percent,
+        cores_percent=cores,
         # Only A measures compute (workloads.container_command): B's baseline would share A's SMs.
-        compute_pods=(f"{v.pod_prefix}-a",) if v.cores_percent is not None else (),
+        compute_pods=(f"{v.pod_prefix}-a",) if cores is not None else (),
         sweep_gib=tuple(v.sweep_gib),
         overcommit_pod=OVERCOMMIT_POD if proof.overcommit_request is not None else None,
         overcommit_mib=proof.overcommit_mib if proof.overcommit_request is not None else None,
+        overcommit_slots=proof.overcommit_slots if proof.overcommit_request is not None else None,
         pending_reason=proof.pending_reason,
         whole_gpu_pod=WHOLE_GPU_POD if gke else None,
-        node_memory_label=NODE_MEMORY_LABEL if gke else None,
+        # Only KAI's pool carries the label (compose/platform.py): under GKE's own sharing nothing writes it.
+        node_memory_label=NODE_MEMORY_LABEL if gke and cfg.sharing == "kai" else None,
         monitor=(
             Monitor(monitor.namespace, monitor.label_selector, monitor.port, monitor.path)
             if monitor is not None else None
@@ -67,12 +77,13 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
         proof=contract,
         expect=expectations(cfg, contract),
         probes=ProbeSettings(
-            expect_limit_mib=contract.visible_mib,
+            # The quota, which MPS sets below an unchanged view; none to expect where nothing limits memory.
+            expect_limit_mib=contract.limit_bytes // MIB if contract.limit_env else None,
             hold_mib=round(v.hold_gib * 1024),
             hold_seconds=v.hold_seconds,
             extra_mib=round(v.extra_gib * 1024),
             sweep_gib=tuple(v.sweep_gib),
-            cores_percent=v.cores_percent,
+            cores_percent=compute_share(cfg, contract),
             compute_seconds=v.compute_seconds,
         ),
         image=mirrored(v.probe_image, cfg.image_registry),

@@ -1,7 +1,7 @@
 """The contract between a sharing system and the proof: how a Pod asks for a slice, and what must follow.
 
-Each sharing component (KAI, HAMi) builds a `SharingProof`; the proof workloads and the verifier read only
-this, so neither knows which system they prove.
+Each sharing component (KAI, HAMi, GKE's own MPS and time-sharing) builds a `SharingProof`; the proof workloads
+and the verifier read only this, so neither knows which system they prove.
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ class SliceRequest:
     """Extra container env the platform needs (library paths on GKE)."""
     privileged: bool = False
     """Only for the GKE device-injection workaround; never a multi-tenant boundary."""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    """Node labels the Pod selects (GKE's sharing labels)."""
+    host_ipc: bool = False
+    """Share the node's IPC namespace (GKE's MPS clients reach the MPS control daemon through it)."""
+    containers: int = 1
+    """Containers carrying `limits` each; GKE's sharing allows one `nvidia.com/gpu` per container."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,8 @@ class MonitorTarget:
 class SharingProof:
     """What one sharing system promises for a slice of `slice_mib` (and `cores_percent`), made checkable."""
 
-    system: Literal["kai", "hami"]
+    system: Literal["kai", "hami", "gke"]
+    """Who schedules the slices: KAI, HAMi, or GKE's own device plugin (the node pool's gpu_sharing_config)."""
     mechanism: Mechanism
     """What enforces the slice: `hami-core` (KAI and HAMi both preload it), `mps`, `time-sharing`."""
     requests: Sequence[SliceRequest]
@@ -56,15 +63,16 @@ class SharingProof:
     overcommit_request: SliceRequest | None
     """The Pod that must stay Pending, or None where the system has no per-card accounting to prove."""
     pending_reason: str | None
-    """The scheduler event reason the over-commit Pod must show (`CardInsufficientMemory`)."""
+    """What the over-commit Pod's scheduling event must name (`CardInsufficientMemory`,
+    `Insufficient nvidia.com/gpu`)."""
     visible_mib: int
     """What nvidia-smi / NVML must report inside a proof Pod."""
     limit_bytes: int
     """The quota HAMi-core enforces, in bytes (the OOM line's right-hand side)."""
     limit_env: Mapping[str, str]
     """Env every proof Pod must see (`CUDA_DEVICE_MEMORY_LIMIT_0=4000m`)."""
-    preload_library: str
-    """The library `/etc/ld.so.preload` must list (`libvgpu.so`)."""
+    preload_library: str | None
+    """The library `/etc/ld.so.preload` must list (`libvgpu.so`); None where nothing is preloaded."""
     monitor: MonitorTarget | None = None
     node_registration: Mapping[str, Any] | None = None
     """HAMi: {"annotation": "hami.io/node-nvidia-register", "resource": "nvidia.com/gpu", "slotsPerCard": 10}."""
@@ -73,6 +81,12 @@ class SharingProof:
     checks: Sequence[CheckId] = ()
     """The checks this system's proof runs."""
     notes: Sequence[str] = ()
+    """What the outputs must say about this proof (for example: privileged Pods are no tenant boundary)."""
     overcommit_mib: int | None = None
     """The over-commit Pod's memory request, which the proof checks is sized so only the slices keep it out."""
-    """What the outputs must say about this proof (for example: privileged Pods are no tenant boundary)."""
+    overcommit_slots: int | None = None
+    """GKE's sharing: the `nvidia.com/gpu` slots the over-commit Pod asks for, one more than the proof Pods
+    leave on their node."""
+    cores_percent: int | None = None
+    """The compute share the mechanism sets by itself (MPS's active thread percentage); None: none, or the
+    one verify.coresPercent asks for."""

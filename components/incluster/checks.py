@@ -519,6 +519,52 @@ def _event_time(event: Mapping[str, Any]) -> float | None:
     return timestamp(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp"))
 
 
+SLOT_REFUSAL_EVENT = "FailedScheduling"
+"""kube-scheduler's event for a Pod no node fits (NodeResourcesFit: `Insufficient nvidia.com/gpu`)."""
+
+
+def _overcommit_slots_expected(e: Expectation) -> str:
+    return (
+        f"{e.overcommit_pod}, asking {e.overcommit_slots} nvidia.com/gpu slots on the proof Pods' node (one more than"
+        f" the two proof Pods leave), stays Pending with a {SLOT_REFUSAL_EVENT} event naming {e.pending_reason}"
+        " after its creation, while both proof Pods are Running"
+    )
+
+
+def _overcommit_slots_rejected(ev: Evidence) -> Judgement:
+    """GKE's sharing counts clients per card: the Pod one slot beyond them must be kept out by kube-scheduler."""
+    e = ev.expect
+    name, reason = e.overcommit_pod or "", e.pending_reason or ""
+    pod = ev.pods.get(name)
+    if pod is None:
+        return False, f"over-commit Pod {name} was not found", ""
+    problems = [] if e.overcommit_slots else [f"{name} asks for no slots: it proves nothing about the client count"]
+    events = pod.get("events") or []
+    created = timestamp(pod.get("creationTimestamp"))
+    seen = [
+        f"{name}: phase {pod.get('phase')}, node {pod.get('nodeName')}, created {pod.get('creationTimestamp')};"
+        " events: " + "; ".join(f"{x.get('reason')} at {_event_time(x)}: {x.get('message')}" for x in events)
+    ]
+    if pod.get("phase") != "Pending" or pod.get("nodeName"):
+        problems.append(
+            f"{name} was scheduled (phase {pod.get('phase')}, node {pod.get('nodeName')}): the node took more"
+            " clients than its cards were shared into"
+        )
+    fresh = [
+        x for x in events
+        if x.get("reason") == SLOT_REFUSAL_EVENT and reason in str(x.get("message"))
+        and created is not None and (_event_time(x) or float("-inf")) >= created
+    ]  # fmt: skip
+    if not fresh:
+        problems.append(f"{name} has no {SLOT_REFUSAL_EVENT} event naming {reason} since its creation")
+    for proof in ev.names:
+        phase = ev.pod(proof).get("phase")
+        if phase != "Running":
+            problems.append(f"proof Pod {proof} is {phase}, not Running: its slot was not held during the test")
+    return _verdict(problems, f"{name} is Pending with {SLOT_REFUSAL_EVENT} … {reason} while the proof Pods run",
+                    seen)
+
+
 def _overcommit_rejected(ev: Evidence) -> Judgement:
     e = ev.expect
     name, reason = e.overcommit_pod or "", e.pending_reason or ""
@@ -754,7 +800,11 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "overcommit-rejected",
         "The card's memory is one budget: an over-commit stays Pending",
-        everywhere(Rule(_overcommit_expected, _overcommit_rejected)),
+        {
+            "hami-core": Rule(_overcommit_expected, _overcommit_rejected),
+            "mps": Rule(_overcommit_slots_expected, _overcommit_slots_rejected),
+            "time-sharing": Rule(_overcommit_slots_expected, _overcommit_slots_rejected),
+        },
     ),
     Check(
         "monitor-metrics",

@@ -73,7 +73,8 @@ class Expectation:
     limit_bytes: int
     """The memory quota in bytes (HAMi-core's OOM line's right-hand side; MPS's pinned limit)."""
     limit_env: Mapping[str, str]
-    preload_library: str
+    preload_library: str | None
+    """The library ld.so.preload must list (hami-core); None where nothing is preloaded."""
     hold_mib: int
     extra_mib: int
     deadline_seconds: int
@@ -84,6 +85,8 @@ class Expectation:
     overcommit_pod: str | None = None
     overcommit_mib: int | None = None
     """The over-commit Pod's request: more than the card has left beside the slices, no more than the card."""
+    overcommit_slots: int | None = None
+    """GKE's sharing: the `nvidia.com/gpu` slots the over-commit Pod asks for, one more than its node has free."""
     pending_reason: str | None = None
     whole_gpu_pod: str | None = None
     node_memory_label: str | None = None

@@ -10,6 +10,7 @@ from components.incluster.expectation import Expectation
 SYSTEMS = {
     "kai": "KAI Scheduler with HAMi-core (kai-resource-isolator)",
     "hami": "HAMi (scheduler, device plugin and HAMi-core)",
+    "gke": "GKE's own GPU sharing (the node pool's gpu_sharing_config, GKE's device plugin)",
 }
 MECHANISMS = {
     "hami-core": "HAMi-core, a library preloaded into each container, rewrites the GPU's view and refuses what"
@@ -18,13 +19,28 @@ MECHANISMS = {
     " compute by its active-thread percentage; the view is not rewritten",
     "time-sharing": "time-sharing: the Pods take turns on the whole card; nothing limits a Pod's memory or compute",
 }
-SOFTWARE_NOTE = (
-    "This is **software isolation**: HAMi-core (`libvgpu.so`, preloaded into each container) intercepts CUDA"
-    " calls in user space and refuses what exceeds the quota. It is **not MIG**: the Pods share the card's"
-    " SMs, caches and memory bandwidth, a process that avoids the library is not limited, and a misbehaving"
-    " kernel is not contained by hardware. Treat it as a scheduling and accounting guarantee between"
-    " cooperating workloads, not as a security boundary between tenants."
-)
+COMPARISON_DOC = "docs/sharing-comparison.md"
+"""The same probes and judge on HAMi-core and MPS on one card, side by side (in the repository)."""
+NOT_NOTES = {
+    "hami-core": (
+        "This is **software isolation**: HAMi-core (`libvgpu.so`, preloaded into each container) intercepts CUDA"
+        " calls in user space and refuses what exceeds the quota. It is **not MIG**: the Pods share the card's"
+        " SMs, caches and memory bandwidth, a process that avoids the library is not limited, and a misbehaving"
+        " kernel is not contained by hardware. Treat it as a scheduling and accounting guarantee between"
+        " cooperating workloads, not as a security boundary between tenants."
+    ),
+    "mps": (
+        "This is **NVIDIA MPS**: one MPS server per card runs every client's kernels at once, each client held to"
+        " the pinned-memory limit and thread percentage in its environment. It is **not MIG**: the card's view is"
+        " not rewritten, the clients share memory bandwidth and caches, and a fatal fault in one client ends the"
+        " others' work. Treat it as a quota between cooperating workloads, not as a security boundary."
+    ),
+    "time-sharing": (
+        "This is **time-sharing**: several Pods are let onto one card and the driver switches between their"
+        " contexts. Nothing limits a Pod's memory or compute, so the memory and compute checks fail by design:"
+        " one Pod can take the whole card from the others."
+    ),
+}
 MIB = 1 << 20
 
 
@@ -45,7 +61,8 @@ def _asked(expect: Expectation) -> list[str]:
         "## What was asked",
         "",
         f"- Sharing system: {system}.",
-        f"- Mechanism: `{expect.mechanism}` — {MECHANISMS.get(expect.mechanism, expect.mechanism)}.",
+        f"- Mechanism: `{expect.mechanism}` — {MECHANISMS.get(expect.mechanism, expect.mechanism)}. How the"
+        f" mechanisms compare, measured with the same probes on one card: [{COMPARISON_DOC}]({COMPARISON_DOC}).",
         f"- {len(pods)} Pods ({', '.join(f'`{p}`' for p in pods)}) each ask for a slice of"
         f" **{expect.slice_mib} MiB**"
         + (f" and **{cores}%** of the compute" if cores is not None else "")
@@ -55,7 +72,12 @@ def _asked(expect: Expectation) -> list[str]:
         f"- Each Pod holds {expect.hold_mib} MiB while its neighbour does the same, then asks for"
         f" {expect.extra_mib} MiB more.",
     ]
-    if expect.overcommit_pod:
+    if expect.overcommit_pod and expect.overcommit_slots is not None:
+        lines.append(
+            f"- A third Pod, `{expect.overcommit_pod}`, asks for {expect.overcommit_slots} `nvidia.com/gpu` slots,"
+            f" one more than the proof Pods leave on their node, and must stay Pending (`{expect.pending_reason}`)."
+        )
+    elif expect.overcommit_pod:
         lines.append(
             f"- A third Pod, `{expect.overcommit_pod}`, asks for {expect.overcommit_mib} MiB, more than the card has"
             f" left beside the slices, and must stay Pending (`{expect.pending_reason}`)."
@@ -140,5 +162,5 @@ def render(verification: Mapping[str, Any], expect: Expectation) -> str:
         lines += ["", *_findings(list(verification.get("findings") or []), list(verification.get("cut") or []))]
         if expect.system == "hami" or verification.get("ghostQuota"):
             lines += ["", *_ghosts(list(verification.get("ghostQuota") or []))]
-    lines += ["", "## What this is not", "", SOFTWARE_NOTE, ""]
+    lines += ["", "## What this is not", "", NOT_NOTES[expect.mechanism], ""]
     return "\n".join(lines)

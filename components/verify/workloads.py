@@ -47,7 +47,8 @@ BASE_ENV = {
 class ProbeSettings:
     """What each proof Pod's memory probe does, and whether Pod A measures compute first."""
 
-    expect_limit_mib: int
+    expect_limit_mib: int | None
+    """The quota the probe must find enforced; None where the mechanism sets none (time-sharing)."""
     hold_mib: int
     hold_seconds: int
     extra_mib: int
@@ -89,9 +90,10 @@ def _gib_list(values: Sequence[float]) -> str:
 
 def memory_command(probes: ProbeSettings) -> list[str]:
     """The memory probe's argv: the expected quota, the labs' phases, and a hold kept for the later checks."""
+    expected = [] if probes.expect_limit_mib is None else ["--expect-limit-mib", str(probes.expect_limit_mib)]
     return [
         "python3", f"{MOUNT_PATH}/memory.py", "--json",
-        "--expect-limit-mib", str(probes.expect_limit_mib),
+        *expected,
         "--hold-mib", str(probes.hold_mib),
         "--hold-seconds", str(probes.hold_seconds),
         "--extra-mib", str(probes.extra_mib),
@@ -143,8 +145,9 @@ def proof_pod_spec(
     config_map_name: pulumi.Input[str] | None,
     affinity: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """A Pod spec from a SliceRequest: scheduler, limits, env, privilege; with a ConfigMap, the probe mount and
-    readiness (the over-commit Pod, which only has to be scheduled or not, has neither)."""
+    """A Pod spec from a SliceRequest: scheduler, limits, env, privilege, node selector, host IPC; with a
+    ConfigMap, the probe mount and readiness (the over-commit Pod, which only has to be scheduled or not, has
+    neither). A request of n containers repeats the container, each with the request's limits."""
     env = {**BASE_ENV, **request.env}
     container: dict[str, Any] = {
         "name": "probe",
@@ -161,13 +164,20 @@ def proof_pod_spec(
         container["resources"] = {"limits": dict(request.limits)}
     if request.privileged:
         container["securityContext"] = {"privileged": True}
+    containers = [container] if request.containers == 1 else [
+        {**container, "name": f"{container['name']}-{i}"} for i in range(request.containers)
+    ]
     spec: dict[str, Any] = {
         "schedulerName": request.scheduler_name,
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": GRACE_SECONDS,
         "tolerations": [GPU_TAINT_TOLERATION],
-        "containers": [container],
+        "containers": containers,
     }
+    if request.node_selector:
+        spec["nodeSelector"] = dict(request.node_selector)
+    if request.host_ipc:
+        spec["hostIPC"] = True
     if config_map_name is not None:
         spec["volumes"] = [_volume(config_map_name)]
     if affinity:
