@@ -1,10 +1,12 @@
 """gpushare: a platform, a toolkit and a sharing system, composed; the proof last; its verdict exported.
 
-| platform      | toolkit      | sharing | stack   |
-|---------------|--------------|---------|---------|
-| gke           | gke-managed  | kai     | gke     |
-| k3s-vm        | host         | hami    | k3s     |
-| existing      | gpu-operator | hami    | cluster |
+| platform | toolkit      | sharing      | stack            |
+|----------|--------------|--------------|------------------|
+| gke      | gke-managed  | kai          | gke              |
+| gke      | gke-managed  | mps          | gke-mps          |
+| gke      | gke-managed  | time-sharing | gke-time-sharing |
+| k3s-vm   | host         | hami         | k3s              |
+| existing | gpu-operator | hami         | cluster          |
 """
 
 import pulumi

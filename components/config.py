@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from components.gke_sharing import MAX_CLIENTS, MIN_CLIENTS, mps_limits
 from components.gpus import GPU_MODELS, gpu_memory_mib
 from components.sizing import default_slice_mib, overcommit_is_valid, overcommit_mib, remaining_mib
 from components.versions import is_pinned, kubernetes_release
@@ -38,8 +39,10 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 
 Platform = Literal["gke", "k3s-vm", "existing-host", "existing"]
 PLATFORMS: tuple[Platform, ...] = ("gke", "k3s-vm", "existing-host", "existing")
-GkeSharing = Literal["kai"]
-"""Sharing systems on GKE; GKE's own choices join here."""
+GkeSharing = Literal["kai", "mps", "time-sharing"]
+"""Sharing systems on GKE: KAI with HAMi-core, or GKE's own MPS or time-sharing (the node pool's)."""
+GKE_NATIVE: tuple[GkeSharing, ...] = ("mps", "time-sharing")
+"""Sharing that GKE's own device plugin does, set on the GPU node pool."""
 
 
 class ConfigError(ValueError):
@@ -401,6 +404,20 @@ class VerifyConfig(_Model):
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+class GkeSharingConfig(_Model):
+    """GKE's own GPU sharing (sharing mps or time-sharing): the node pool's gpu_sharing_config."""
+
+    max_shared_clients_per_gpu: int = 2
+    """Pods that share one card; MPS gives each 1/N of its memory and threads. The proof's two Pods fill 2."""
+
+    @field_validator("max_shared_clients_per_gpu")
+    @classmethod
+    def _clients(cls, clients: int) -> int:
+        if not MIN_CLIENTS <= clients <= MAX_CLIENTS:
+            raise ValueError(f"{clients} is outside what GKE accepts; give {MIN_CLIENTS} to {MAX_CLIENTS}")
+        return clients
+
+
 # --- the stack: one variant per platform -----------------------------------------------------------------
 
 
@@ -458,13 +475,24 @@ class GkeStack(_Stack):
     """Sharing kai: kai-resource-isolator."""
     gke_cdi: GkeCdiConfig = Field(default_factory=GkeCdiConfig)
     """Sharing kai: the GKE/COS/CDI workarounds."""
+    gke_sharing: GkeSharingConfig = Field(default_factory=GkeSharingConfig)
+    """Sharing mps or time-sharing: how many Pods share each card of the GPU pool."""
 
     CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
-        "sharing": {"kai": ("kai", "isolator", "gke_cdi")},
+        "sharing": {"kai": ("kai", "isolator", "gke_cdi"), "mps": ("gke_sharing",), "time-sharing": ("gke_sharing",)},
     }
+
+    @property
+    def slice_mib(self) -> int:
+        if self.sharing == "mps":
+            return mps_limits(self.card_mib, self.gke_sharing.max_shared_clients_per_gpu).pinned_mib
+        if self.sharing == "time-sharing":
+            return self.card_mib  # each Pod is handed the whole card, in turns
+        return super().slice_mib
 
     def check(self) -> None:
         super().check()
+        _check_gke_native(self)
         if self.sharing == "kai" and self.verify.cores_percent is not None:
             raise ConfigError(
                 _key("verify", "coresPercent"),
@@ -588,7 +616,7 @@ _WRONG_CHOICE: dict[tuple[str, str, str], str] = {
     ("gke", "toolkit", "host"): "GKE installs and manages the driver and toolkit itself; remove the key "
     "(gke-managed is the only toolkit on gke)",
     ("gke", "sharing", "hami"): "GKE's own device plugin always runs, and HAMi's device plugin cannot share a card "
-    "with another; remove the key (kai is the sharing system on gke)",
+    "with another; use kai, or GKE's own mps or time-sharing",
     ("k3s-vm", "toolkit", "*"): "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before k3s; "
     "remove the key (host is the only toolkit here)",
     ("existing-host", "toolkit", "*"): "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before "
@@ -602,6 +630,11 @@ _WRONG_CHOICE: dict[tuple[str, str, str], str] = {
     "remove the key (hami is the sharing system here)",
 }
 """Why a toolkit or sharing value is refused on a platform (`*`: any value but the one allowed)."""
+_WRONG_CHOICE.update({
+    (platform, "sharing", native): f"{native} is GKE's own GPU sharing (the node pool's gpu_sharing_config), not "
+    "available here; remove the key (hami is the sharing system here)"
+    for platform in ("k3s-vm", "existing-host", "existing") for native in GKE_NATIVE
+})
 
 
 # --- checks that need more than one key ------------------------------------------------------------------
@@ -615,7 +648,7 @@ def _check_choice_sections(cfg: _Stack) -> None:
             if value == chosen:
                 continue
             for section in sections:
-                if section in cfg.model_fields_set:
+                if section in cfg.model_fields_set and section not in sections_by_value.get(chosen, ()):
                     raise ConfigError(
                         _key(_alias(section)),
                         f"is read only with {choice} {value}, not {chosen}; remove it "
@@ -648,6 +681,8 @@ def _check_gpu(cfg: _Stack) -> None:
 
 
 def _check_slices(cfg: _Stack) -> None:
+    if getattr(cfg, "sharing", None) in GKE_NATIVE:
+        return  # GKE sets the slice from the clients per card (_check_gke_native)
     card, slice_mib = cfg.card_mib, cfg.slice_mib
     if slice_mib > card:
         raise ConfigError(
@@ -667,6 +702,40 @@ def _check_slices(cfg: _Stack) -> None:
             f"{cfg.overcommit_mib} MiB must be above what two slices leave ({left} MiB) and at most the card "
             f"({card} MiB), or the Pod is not proof of per-card accounting; leave it unset to compute it",
         )
+
+
+def _check_gke_native(cfg: GkeStack) -> None:
+    """GKE's own sharing fixes the slice itself: refuse the verify settings that contradict it, with what works."""
+    if cfg.sharing not in GKE_NATIVE:
+        return
+    clients, v = cfg.gke_sharing.max_shared_clients_per_gpu, cfg.verify
+    if cfg.sharing == "mps":
+        limits = mps_limits(cfg.card_mib, clients)
+        if v.slice_mib is not None and v.slice_mib != limits.pinned_mib:
+            raise ConfigError(_key("verify", "sliceMiB"), f"{v.slice_mib} MiB: MPS slices are equal, the card's "
+                              f"{cfg.card_mib} MiB over {clients} clients; set it to {limits.pinned_mib} or leave it "
+                              "unset (or change gkeSharing.maxSharedClientsPerGpu)")
+        if v.cores_percent is not None and v.cores_percent != limits.thread_percentage:
+            raise ConfigError(_key("verify", "coresPercent"), f"{v.cores_percent}%: MPS gives each of {clients} "
+                              f"clients {limits.thread_percentage}% of the threads; set it to "
+                              f"{limits.thread_percentage} or leave it unset")
+        hold, extra = round(v.hold_gib * 1024), round(v.extra_gib * 1024)
+        if hold >= limits.pinned_mib:
+            raise ConfigError(_key("verify", "holdGiB"), f"{v.hold_gib:g} GiB does not fit under MPS's "
+                              f"{limits.pinned_mib} MiB limit; set it below {limits.pinned_mib / 1024:.2f}")
+        if hold + extra <= limits.pinned_mib:
+            raise ConfigError(_key("verify", "extraGiB"), f"{v.hold_gib:g} GiB held + {v.extra_gib:g} GiB more "
+                              f"fits under MPS's {limits.pinned_mib} MiB limit, so nothing would be refused; set it "
+                              f"above {(limits.pinned_mib - hold) / 1024:.2f}")
+    else:
+        for key, value in (("sliceMiB", v.slice_mib), ("coresPercent", v.cores_percent)):
+            if value is not None:
+                raise ConfigError(_key("verify", key), "time-sharing hands each Pod the whole card with no memory "
+                                  "or compute limit, so there is none to ask for; remove it")
+    if v.overcommit_mib is not None:
+        raise ConfigError(_key("verify", "overcommitMiB"), f"GKE's {cfg.sharing} counts Pods, not MiB: the "
+                          f"over-commit Pod asks for one slot more than the {clients} × {cfg.gpu.per_node} slots of "
+                          "its node leave free; remove it")
 
 
 def _check_hami(cfg: K3sStack | ExistingStack, hami: HamiConfig, *, cdi_enabled: bool) -> None:

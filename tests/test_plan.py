@@ -16,8 +16,8 @@ from tests.golden.regenerate import GOLDEN, render
 COMPONENT_TOKEN = re.compile(r"^gpushare:[a-z]+:[A-Z][A-Za-z0-9]+$")
 
 
-def test_the_repo_has_the_three_stacks() -> None:
-    assert STACKS == ["cluster", "gke", "k3s"]
+def test_the_repo_has_the_five_stacks() -> None:
+    assert STACKS == ["cluster", "gke", "gke-mps", "gke-time-sharing", "k3s"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -97,7 +97,7 @@ def test_cli_exit_code_and_stderr_from_a_real_process() -> None:
 
 def test_unknown_stack_exits_2_naming_the_stacks(capsys) -> None:
     assert main(["eks"]) == 2
-    assert "cluster, gke, k3s" in capsys.readouterr().err
+    assert "cluster, gke, gke-mps, gke-time-sharing, k3s" in capsys.readouterr().err
 
 
 def test_override_without_namespace_is_refused(capsys) -> None:
@@ -154,6 +154,6 @@ def test_secret_config_values_are_planned_as_secrets(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_stack_says_once_that_this_is_software_isolation_not_mig(stack: str, plan_stack) -> None:
+def test_every_stack_says_once_that_its_mechanism_is_not_mig(stack: str, plan_stack) -> None:
     note = plan_stack(stack).outputs["isolationNote"]
     assert note.count("not MIG") == 1

@@ -24,7 +24,7 @@ from policies.pack import RULES, build_policies
 from policies.secret_markers import keep_secret_markers
 
 ROOT = Path(__file__).resolve().parent.parent
-STACKS = ("gke", "k3s", "cluster")
+STACKS = ("gke", "gke-mps", "gke-time-sharing", "k3s", "cluster")
 KAI_CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 
 

@@ -7,8 +7,9 @@ import dataclasses
 import pulumi
 
 from components.compose.kubeconfig import check_kubeconfig, read_kubeconfig
-from components.config import ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
+from components.config import GKE_NATIVE, ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
 from components.contracts.cluster import ClusterFacts, GpuFacts
+from components.gke_sharing import API_STRATEGY
 from components.gpus import GPU_MODELS
 from components.platform import gke, k3s_vm
 from components.platform.existing import ExistingCluster, ExistingClusterArgs
@@ -30,6 +31,10 @@ def platform(cfg: StackConfig) -> ClusterFacts:
 
 def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
     section, card = cfg.gke, GPU_MODELS.get(cfg.gpu.type)
+    product = card.product if card else cfg.gpu.type
+    sharing = None
+    if cfg.sharing in GKE_NATIVE:
+        sharing = gke.GpuSharingArgs(API_STRATEGY[cfg.sharing], cfg.gke_sharing.max_shared_clients_per_gpu)
     return gke.GkeClusterArgs(
         cluster_name=section.cluster_name,
         zone=section.zone,
@@ -39,9 +44,11 @@ def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
         gpu_type=cfg.gpu.type,
         gpus_per_node=cfg.gpu.per_node,
         gpu_driver_version=section.gpu_driver_version,
-        gpu_product=card.product if card else cfg.gpu.type,
         gpu_memory_mib=cfg.card_mib,
         spot=section.spot,
+        gpu_sharing=sharing,
+        # KAI's labels only where KAI runs; under GKE's own sharing nothing reads them.
+        node_labels=gke.kai_node_labels(product, cfg.card_mib, cfg.gpu.per_node) if cfg.sharing == "kai" else {},
     )
 
 
@@ -60,7 +67,7 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
             "nodePoolName": cluster.node_pool.name,
             "gpuNodeCount": args.node_count,
             "costNote": gke.cost_note(cfg.gke.hourly_cost_usd, args.node_count, args.machine_type, args.gpu_type,
-                                      args.spot),
+                                      args.spot, pulumi.get_stack()),
         },
         deleted_with=cluster.cluster,
     )

@@ -1,4 +1,5 @@
-"""Config → what makes GPUs shareable: KAI Scheduler + HAMi-core on GKE, or HAMi, and the proof each owes."""
+"""Config → what makes GPUs shareable: KAI Scheduler + HAMi-core or GKE's own MPS / time-sharing on GKE, or HAMi,
+and the proof each owes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pulumi
 from components.config import ExistingStack, GkeStack, K3sStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import SharingSetup, ToolkitFacts
+from components.gke_sharing import GkeStrategy
 from components.gpu.gke_cdi import KAI_RESERVATION_NAMESPACE, GkeCdiWorkarounds, GkeCdiWorkaroundsArgs
+from components.gpu.gke_native import native_proof
 from components.gpu.hami import Hami, HamiArgs, hami_proof, runtime_class_for
 from components.gpu.isolator import ResourceIsolator, ResourceIsolatorArgs
 from components.gpu.kai import KaiScheduler, KaiSchedulerArgs
@@ -21,8 +24,10 @@ from components.versions import kubernetes_release
 def sharing(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
     """The sharing system `cfg.sharing` names, installed on the cluster, with its proof contract."""
     match cfg:
-        case GkeStack():
+        case GkeStack(sharing="kai"):
             return kai_sharing(cfg, cluster, toolkit)
+        case GkeStack():
+            return gke_native_sharing(cfg, cluster, toolkit)
         case K3sStack() | ExistingStack():
             return hami_sharing(cfg, cluster, toolkit)
 
@@ -87,6 +92,20 @@ def kai_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> 
         ready=[*scheduler.ready, hami_core.release, *workarounds.ready],
         outputs={"kaiQueue": cfg.kai.queue, "sliceVisibleMiB": proof.visible_mib},
     )
+
+
+# --- GKE's own MPS or time-sharing -----------------------------------------------------------------------
+
+
+def gke_native_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
+    """Nothing to install (the node pool's gpu_sharing_config shares the cards): the proof GKE's sharing owes."""
+    strategy: GkeStrategy = "mps" if cfg.sharing == "mps" else "time-sharing"
+    clients = cfg.gke_sharing.max_shared_clients_per_gpu
+    proof = native_proof(strategy, clients, cluster.gpu.memory_mib, cluster.gpu.per_node)
+    outputs: dict[str, object] = {"gpuSharingStrategy": strategy, "maxSharedClientsPerGpu": clients}
+    if proof.mechanism == "mps":
+        outputs["mpsLimitEnv"] = dict(proof.limit_env)
+    return SharingSetup(proof=proof, ready=[*cluster.ready, *toolkit.ready], outputs=outputs)
 
 
 # --- HAMi ------------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""The GKE platform (lab 12): a zonal COS cluster with one GPU pool whose nodes carry the labels KAI reads."""
+"""The GKE platform (lab 12): a zonal COS cluster with one GPU pool, whose nodes carry the labels KAI reads or
+GKE's own sharing config."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
 import pulumi
 import pulumi_gcp as gcp
@@ -52,6 +54,14 @@ def kai_node_labels(product: str, memory_mib: int, gpus_per_node: int) -> dict[s
 
 
 @dataclass(frozen=True)
+class GpuSharingArgs:
+    """The GPU pool's `guest_accelerator.gpu_sharing_config`: GKE's device plugin shares each card itself."""
+
+    strategy: Literal["MPS", "TIME_SHARING"]
+    max_shared_clients_per_gpu: int
+
+
+@dataclass(frozen=True)
 class GkeClusterArgs:
     """A zonal GKE cluster with one GPU node pool."""
 
@@ -64,9 +74,12 @@ class GkeClusterArgs:
     gpu_type: str
     gpus_per_node: int
     gpu_driver_version: str
-    gpu_product: str
     gpu_memory_mib: int
     spot: bool = False
+    gpu_sharing: GpuSharingArgs | None = None
+    """None: whole cards, shared (if at all) by software on top (KAI)."""
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels the GPU nodes are born with (what KAI reads); GKE adds its own sharing labels itself."""
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -109,7 +122,8 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["minMasterVersion"]),
         )
 
-        labels = kai_node_labels(args.gpu_product, args.gpu_memory_mib, args.gpus_per_node)
+        labels = dict(args.node_labels)
+        sharing = args.gpu_sharing
         self.node_pool = gcp.container.NodePool(
             f"{name}-gpu-pool",
             name="gpu-pool",
@@ -124,7 +138,7 @@ class GkeCluster(pulumi.ComponentResource):
                 spot=args.spot,
                 oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"],
                 # Set where the node is born, so KAI never caches a node without them (no restart needed).
-                labels=labels,
+                labels=labels or None,
                 guest_accelerators=[
                     gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
                         type=args.gpu_type,
@@ -133,6 +147,14 @@ class GkeCluster(pulumi.ComponentResource):
                             gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                                 gpu_driver_version=args.gpu_driver_version
                             )
+                        ),
+                        gpu_sharing_config=(
+                            gcp.container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
+                                gpu_sharing_strategy=sharing.strategy,
+                                max_shared_clients_per_gpu=sharing.max_shared_clients_per_gpu,
+                            )
+                            if sharing is not None
+                            else None
                         ),
                     )
                 ],
@@ -165,8 +187,9 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
-def cost_note(hourly_usd: float, node_count: int, machine_type: str, gpu_type: str, spot: bool) -> str:
+def cost_note(hourly_usd: float, node_count: int, machine_type: str, gpu_type: str, spot: bool,
+              stack: str = "gke") -> str:
     """The one-line cost reminder the stack outputs carry."""
     pricing = "Spot" if spot else "on-demand"
     return (f"about ${hourly_usd:.2f}/hour while the pool runs ({node_count} × {machine_type} + "
-            f"{node_count} × {gpu_type}, {pricing}); `pulumi destroy -s gke` stops it")
+            f"{node_count} × {gpu_type}, {pricing}); `pulumi destroy -s {stack}` stops it")
