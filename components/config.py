@@ -395,6 +395,8 @@ class VerifyConfig(_Model):
     """How long the verifier waits for the proof Pods."""
     fail_on_violation: bool = True
     """Fail `pulumi up` when a check fails, once results are known."""
+    pod_tries: bool = True
+    """Also try the ways around the quota that a Pod's own spec can take, each in a short-lived Pod (findings)."""
     run_id: str = "1"
     """Change it (`pulumi config set --path gpushare:verify.runId 2`) to run the proof again on fresh Pods."""
 

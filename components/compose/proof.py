@@ -8,9 +8,9 @@ from components.contracts.proof import SharingProof
 from components.contracts.sharing import SharingSetup
 from components.images import mirrored
 from components.incluster.checks import REGISTRY
-from components.incluster.expectation import Expectation, Monitor, NodeRegistration
+from components.incluster.expectation import Expectation, Monitor, NodeRegistration, PodTry
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
-from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings
+from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings, try_pod_name
 
 MIB = 1 << 20
 
@@ -65,6 +65,9 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
             if reg is not None else None
         ),
         allocation_annotation=proof.allocation_annotation,
+        pod_tries=tuple(
+            PodTry(t.id, try_pod_name(v.pod_prefix, t.id), t.tried) for t in proof.pod_tries
+        ) if v.pod_tries else (),
     )  # fmt: skip
 
 
@@ -92,6 +95,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
         fail_on_violation=v.fail_on_violation,
         ready=[*cluster.ready, *sharing.ready],
         run_id=v.run_id,
+        pod_tries=tuple(contract.pod_tries) if v.pod_tries else (),
     )
 
 

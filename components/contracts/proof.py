@@ -41,6 +41,17 @@ class SliceRequest:
 
 
 @dataclass(frozen=True)
+class PodTry:
+    """A way around the quota that a Pod's own spec can take: the slice request with that change applied."""
+
+    id: str
+    """Short and DNS-safe: the try Pod is `<podPrefix>-try-<id>`."""
+    tried: str
+    """What the Pod does, in one sentence (the finding's `tried`)."""
+    request: SliceRequest
+
+
+@dataclass(frozen=True)
 class MonitorTarget:
     """A per-node metrics endpoint the verifier reads through the API server's Pod proxy."""
 
@@ -90,3 +101,5 @@ class SharingProof:
     cores_percent: int | None = None
     """The compute share the mechanism sets by itself (MPS's active thread percentage); None: none, or the
     one verify.coresPercent asks for."""
+    pod_tries: Sequence[PodTry] = ()
+    """Ways around the quota that exist only at Pod creation, each tried in its own short-lived Pod."""

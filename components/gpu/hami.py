@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.contracts.proof import CheckId, SharingProof, SliceRequest
+from components.contracts.proof import CheckId, PodTry, SharingProof, SliceRequest
 from components.gpu.chart import ChartRelease, install_chart
 
 CHART = "hami"
@@ -159,6 +159,13 @@ def hami_proof(
         limits["nvidia.com/gpucores"] = str(cores_percent)
         env["CUDA_DEVICE_SM_LIMIT"] = str(cores_percent)
         checks.append("compute-limited")
+    # HAMi's device plugin mounts no /etc/ld.so.preload for a container whose env sets CUDA_DISABLE_CONTROL
+    # true (HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go, Allocate).
+    disable_control = PodTry(
+        id="cuda-disable-control",
+        tried="a Pod whose own spec sets CUDA_DISABLE_CONTROL=true, asking for the same slice",
+        request=SliceRequest(scheduler_name=SCHEDULER_NAME, limits=limits, env={"CUDA_DISABLE_CONTROL": "true"}),
+    )
     # HAMi 2.10.0 rejects GPU Pods with a privileged container, so no proof Pod is privileged.
     request = SliceRequest(scheduler_name=SCHEDULER_NAME, limits=limits, privileged=False)
     overcommit = SliceRequest(
@@ -173,6 +180,7 @@ def hami_proof(
         overcommit_request=overcommit,
         pending_reason="CardInsufficientMemory",
         overcommit_mib=overcommit_mib,
+        pod_tries=(disable_control,),
         visible_mib=slice_mib,
         limit_bytes=slice_mib * 2**20,
         limit_env=env,

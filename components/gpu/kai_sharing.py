@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from components.contracts.proof import CHECK_IDS, CheckId, MonitorTarget, SharingProof, SliceRequest
+from dataclasses import replace
+
+from components.contracts.proof import CHECK_IDS, CheckId, MonitorTarget, PodTry, SharingProof, SliceRequest
 from components.gpu.gke_cdi import CONTAINER_BIN_PATH, CONTAINER_LIBRARY_PATH
 from components.gpu.isolator import PRELOAD_LIBRARY
 from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME, kai_visible_mib
@@ -13,6 +15,7 @@ KAI_CHECKS: tuple[CheckId, ...] = tuple(
     c for c in CHECK_IDS if c in {"same-gpu", "view-isolation", "quota-injection", "memory-enforced",
                                   "neighbor-isolation", "preload-mechanism", "monitor-metrics"}
 )
+INJECT_ANNOTATION = "kai-resource-isolator.io/inject"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 NOTES = (
     "Sharing Pods run privileged: on GKE the device nodes are mounted into them by a Kyverno policy, so this "
@@ -39,11 +42,19 @@ def kai_slice_request(queue: str, slice_mib: int) -> SliceRequest:
 def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: MonitorTarget | None) -> SharingProof:
     """What KAI + HAMi-core promise for two Pods of `slice_mib` on one `card_mib` card."""
     visible = kai_visible_mib(slice_mib, card_mib)
+    request = kai_slice_request(queue, slice_mib)
+    # The isolator's webhook leaves a Pod alone when this annotation is "false" (any case): no ld.so.preload
+    # mount (Project-HAMi/KAI-resource-isolator cmd/webhook/main.go, injectAnnotationKey).
+    opt_out = PodTry(
+        id="isolator-inject-false",
+        tried=f'a Pod annotated {INJECT_ANNOTATION}: "false", asking for the same slice',
+        request=replace(request, annotations={**request.annotations, INJECT_ANNOTATION: "false"}),
+    )
     checks = KAI_CHECKS if monitor is not None else tuple(c for c in KAI_CHECKS if c != "monitor-metrics")
     return SharingProof(
         system="kai",
         mechanism="hami-core",
-        requests=(kai_slice_request(queue, slice_mib), kai_slice_request(queue, slice_mib)),
+        requests=(request, request),
         overcommit_request=None,
         pending_reason=None,
         visible_mib=visible,
@@ -56,4 +67,5 @@ def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: MonitorTarget 
         allocation_annotation=None,
         checks=checks,
         notes=NOTES,
+        pod_tries=(opt_out,),
     )

@@ -11,12 +11,14 @@ from typing import Any
 
 try:
     from .checks import COMPUTE_TOLERANCE, REGISTRY
-    from .evidence import Evidence
-    from .expectation import Expectation
+    from .evidence import Evidence, probe_error
+    from .expectation import Expectation, PodTry
+    from .parse import probe_results
 except ImportError:  # mounted flat in a Pod
     from checks import COMPUTE_TOLERANCE, REGISTRY  # type: ignore[no-redef]
-    from evidence import Evidence  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
+    from evidence import Evidence, probe_error  # type: ignore[no-redef]
+    from expectation import Expectation, PodTry  # type: ignore[no-redef]
+    from parse import probe_results  # type: ignore[no-redef]
 
 FINDING_KEYS = ("id", "tried", "observed", "bypassed", "why")
 """Every finding carries these (`why` only when `bypassed` is null); `pod` and `probe` say where it came from."""
@@ -50,6 +52,25 @@ def finding(raw: Mapping[str, Any], **where: Any) -> dict[str, Any]:
     return {**out, **extra}
 
 
+def pod_try_finding(ev: Evidence, pod_try: PodTry) -> dict[str, Any]:
+    """What one Pod-level try got: more than the quota in one allocation is a way around it."""
+    e, where = ev.expect, {"pod": pod_try.pod, "probe": "pod-try"}
+    result = probe_results(ev.pod(pod_try.pod).get("logs") or "").get("memory")
+    if result is None or result.get("largest_alloc_mib") is None:
+        why = ev.missing(pod_try.pod) if result is None else f"its probe measured no allocation{probe_error(result)}"
+        return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": "nothing measured", "why": why}, **where)
+    largest = int(result["largest_alloc_mib"])
+    mapped = [str(x) for x in ((result.get("preload") or {}).get("mapped") or [])]
+    library = e.preload_library or "libvgpu.so"
+    loaded = any(x.endswith(library) for x in mapped)
+    observed = (
+        f"largest single allocation {largest} MiB against the {e.limit_mib:.0f} MiB quota;"
+        f" {library} {'mapped' if loaded else 'not mapped'} into the process"
+    )
+    return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": observed, "bypassed": largest > e.limit_mib},
+                   **where)  # fmt: skip
+
+
 def _findings(ev: Evidence) -> list[dict[str, Any]]:
     found, seen = [], set()
 
@@ -70,7 +91,7 @@ def _findings(ev: Evidence) -> list[dict[str, Any]]:
             observed = f"{float(few):.2f} of the unlimited throughput (limit {cores / 100:.2f})"
             add({"id": "compute-few-blocks-unthrottled", "tried": tried, "observed": observed, "bypassed": True},
                 name, "compute")  # fmt: skip
-    return found
+    return found + [pod_try_finding(ev, t) for t in ev.expect.pod_tries]
 
 
 def judge(expect: Expectation, evidence: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ Environment:
   GPUSHARE_TERMINATION_LOG        default /dev/termination-log
   GPUSHARE_POLL_SECONDS           default 5
   GPUSHARE_OVERCOMMIT_GRACE_SECONDS  default 30
+  GPUSHARE_TRY_GRACE_SECONDS      default 120: how long Pod-level tries may still run once the proof is complete
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ DEFAULTS = {
     "GPUSHARE_TERMINATION_LOG": "/dev/termination-log",
     "GPUSHARE_POLL_SECONDS": "5",
     "GPUSHARE_OVERCOMMIT_GRACE_SECONDS": "30",
+    "GPUSHARE_TRY_GRACE_SECONDS": "120",
 }
 LOG_TAIL_LINES = 400
 """The probe JSON is the log's last lines; the human lines before it need not all be read."""
@@ -148,12 +150,15 @@ def wait_for_results(
     sleep: Callable[[float], None],
     poll: float,
     grace: float,
+    try_grace: float = 120.0,
 ) -> list[str]:
-    """Poll until every proof Pod has printed its probe JSON (or ended), every Pod-level try has ended, and the
-    over-commit Pod had `grace` seconds beside Running proof Pods; returns what was still missing at the deadline."""
+    """Poll until every proof Pod has printed its probe JSON (or ended) and the over-commit Pod had `grace` seconds
+    beside Running proof Pods, then up to `try_grace` more for the Pod-level tries to end; returns what was still
+    missing at the deadline ([] when complete)."""
     namespace = expect.namespace
     deadline = clock() + float(expect.deadline_seconds)
     running_since: float | None = None
+    settled_since: float | None = None
     while True:
         waiting: list[str] = []
         all_running, any_ended = True, False
@@ -168,28 +173,43 @@ def wait_for_results(
             any_ended = any_ended or pod["phase"] in ("Succeeded", "Failed")
             if not _has_results(expect, pod, name) and pod["phase"] not in ("Succeeded", "Failed"):
                 waiting.append(f"Pod {name} ({pod['phase']}) has not printed its probe result")
-        for name, what in [
-            (expect.whole_gpu_pod, "whole-GPU Pod"),
-            *((t.pod, "Pod-level try") for t in expect.pod_tries),
-        ]:
-            if not name:
-                continue
+        whole = expect.whole_gpu_pod
+        if whole:
             try:
-                phase = read_pod(client, namespace, name, with_log=False)["phase"]
+                phase = read_pod(client, namespace, whole, with_log=False)["phase"]
                 if phase not in ("Succeeded", "Failed"):
-                    waiting.append(f"{what} {name} is {phase}")
+                    waiting.append(f"whole-GPU Pod {whole} is {phase}")
             except ApiError as exc:
-                waiting.append(f"{what} {name}: {exc}")
+                waiting.append(f"whole-GPU Pod {whole}: {exc}")
         if expect.overcommit_pod and not any_ended:  # an ended proof Pod holds no slice: nothing to wait for
             if all_running and running_since is None:
                 running_since = clock()
             if running_since is None or clock() - running_since < grace:
                 waiting.append(f"over-commit Pod {expect.overcommit_pod} is given {grace:.0f} s to be scheduled")
         if not waiting:
-            return []
+            # Pod-level tries only add findings: they get a bounded wait once the proof itself is complete.
+            settled_since = clock() if settled_since is None else settled_since
+            trying = _tries_running(client, expect)
+            if not trying or clock() - settled_since >= try_grace:
+                return []
+            waiting = trying
         if clock() >= deadline:
             return [f"deadline of {expect.deadline_seconds} s passed while waiting: " + "; ".join(waiting)]
         sleep(poll)
+
+
+def _tries_running(client: ApiClient, expect: Expectation) -> list[str]:
+    """The Pod-level tries that have not ended yet."""
+    running = []
+    for pod_try in expect.pod_tries:
+        try:
+            phase = read_pod(client, expect.namespace, pod_try.pod, with_log=False)["phase"]
+        except ApiError as exc:
+            running.append(f"Pod-level try {pod_try.pod}: {exc}")
+            continue
+        if phase not in ("Succeeded", "Failed"):
+            running.append(f"Pod-level try {pod_try.pod} is {phase}")
+    return running
 
 
 def collect(client: ApiClient, expect: Expectation) -> dict[str, Any]:
@@ -247,9 +267,10 @@ def verify(
     sleep: Callable[[float], None] = time.sleep,
     poll: float = 5.0,
     grace: float = 30.0,
+    try_grace: float = 120.0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Wait, collect, judge: (evidence, result)."""
-    missing = wait_for_results(client, expect, clock, sleep, poll, grace)
+    missing = wait_for_results(client, expect, clock, sleep, poll, grace, try_grace)
     evidence = collect(client, expect)
     evidence["errors"] = missing + evidence["errors"]
     return evidence, judge.judge(expect, evidence)
@@ -286,6 +307,7 @@ def main(
             sleep,
             poll=float(setting["GPUSHARE_POLL_SECONDS"]),
             grace=float(setting["GPUSHARE_OVERCOMMIT_GRACE_SECONDS"]),
+            try_grace=float(setting["GPUSHARE_TRY_GRACE_SECONDS"]),
         )
         _emit("evidence", evidence)
     except Exception as exc:  # a crash still ends in a verdict, so Pulumi reads why instead of a timeout

@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.contracts.proof import SharingProof
+from components.contracts.proof import PodTry, SharingProof
 from components.incluster.expectation import Expectation, Mechanism
 from components.verify.collect import Verifier, VerifierArgs
 from components.verify.workloads import (
@@ -62,6 +62,8 @@ class ProofArgs:
     ready: Sequence[pulumi.Resource] = ()
     run_id: str = "1"
     """Changing it replaces the proof Pods and the verifier: the proof runs again."""
+    pod_tries: Sequence[PodTry] = ()
+    """The ways around the quota a Pod's spec can take, each tried in its own Pod (the expectation names them)."""
 
 
 def isolation_note(proof: SharingProof) -> str:
@@ -99,6 +101,7 @@ class Proof(pulumi.ComponentResource):
                 smi_image=args.smi_image,
                 ready=ready,
                 run_id=args.run_id,
+                pod_tries=args.pod_tries,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import incluster
-from components.contracts.proof import SharingProof, SliceRequest
+from components.contracts.proof import PodTry, SharingProof, SliceRequest
 
 REQUIRED_FILES = ("memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "kube.py")
 MOUNT_PATH = incluster.MOUNT_PATH
@@ -73,6 +73,8 @@ class ProofWorkloadsArgs:
     """What every Pod waits for: the cluster, the sharing system, the namespace."""
     run_id: str = "1"
     """A new value replaces every proof Pod, so `pulumi up` runs the proof again."""
+    pod_tries: Sequence[PodTry] = ()
+    """Each runs once, in its own Pod beside A, and ends: the verifier reports what it could allocate."""
 
 
 def probe_files() -> dict[str, str]:
@@ -108,6 +110,20 @@ def memory_command(probes: ProbeSettings) -> list[str]:
 def compute_command(probes: ProbeSettings) -> list[str]:
     """The compute probe's argv: a limited run and an unlimited baseline on the same card."""
     return ["python3", f"{MOUNT_PATH}/compute.py", "--json", "--seconds", str(probes.compute_seconds), "--baseline"]
+
+
+def try_pod_name(prefix: str, try_id: str) -> str:
+    """The Pod that tries one way around the quota."""
+    return f"{prefix}-try-{try_id}"
+
+
+def try_command(probes: ProbeSettings) -> list[str]:
+    """A short memory probe: the view, the preload and the largest allocation; no hold, sweep or findings."""
+    return [
+        "python3", f"{MOUNT_PATH}/memory.py", "--json",
+        "--expect-limit-mib", str(probes.expect_limit_mib),
+        "--hold-mib", "1", "--hold-seconds", "0", "--extra-mib", "0", "--sweep-gib", "",
+    ]  # fmt: skip
 
 
 def container_command(probes: ProbeSettings, *, measure_compute: bool) -> list[str]:
@@ -293,5 +309,23 @@ class ProofWorkloads(pulumi.ComponentResource):
                 )
             )
             pod_names.append(OVERCOMMIT_POD)
+
+        for pod_try in args.pod_tries:
+            try_name = try_pod_name(prefix, pod_try.id)
+            self.pods.append(
+                k8s.core.v1.Pod(
+                    f"{name}-try-{pod_try.id}",
+                    metadata=metadata(try_name, pod_try.request, CREATED),
+                    spec=proof_pod_spec(
+                        pod_try.request,
+                        command=try_command(args.probes),
+                        image=args.image,
+                        config_map_name=cm_name,
+                        affinity=co_located_with(names[0]),
+                    ),
+                    opts=child([pod_a, pod_b]),
+                )
+            )
+            pod_names.append(try_name)
 
         self.register_outputs({"configMap": cm_name, "pods": pod_names})
