@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ from components.gke_sharing import mps_limits, overcommit_slots
 from components.gpu.gke_native import mps_proof, native_slice_request, time_sharing_proof
 from components.incluster import judge
 from components.incluster.expectation import Expectation
-from components.plan import Plan
+from components.plan import Plan, read_stack_config
 from tests.conftest import STACKS
 from tests.helpers.recorded import load
 
@@ -205,8 +204,18 @@ def test_mps_expectation_names_the_mechanism_and_the_injected_env(plan_stack) ->
 
 
 def test_time_sharing_stack_reports_its_failures_instead_of_failing_up() -> None:
-    stack_file = (Path(__file__).resolve().parent.parent / "Pulumi.gke-time-sharing.yaml").read_text()
-    assert "failOnViolation: false" in stack_file
+    raw, _ = read_stack_config("gke-time-sharing", [])
+    assert config.parse(raw).verify.fail_on_violation is False
+    raw, _ = read_stack_config("gke-mps", [])
+    assert config.parse(raw).verify.fail_on_violation is True
+
+
+@pytest.mark.parametrize("stack", NATIVE_STACKS)
+def test_native_stack_plans_no_whole_gpu_pod_since_every_gpu_is_a_shared_slot(stack: str, plan_stack) -> None:
+    plan = plan_stack(stack)
+    assert "gpushare-whole-gpu" not in _pods(plan)
+    assert _expect(plan)["wholeGpuPod"] is None
+    assert "gpushare-whole-gpu" in _pods(plan_stack("gke"))
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -20,10 +20,16 @@ def compute_share(cfg: StackConfig, proof: SharingProof) -> int | None:
     return proof.cores_percent if proof.cores_percent is not None else cfg.verify.cores_percent
 
 
+def whole_cards_beside_slices(cfg: StackConfig) -> bool:
+    """KAI on GKE: nodes offer whole cards beside the slices. Under GKE's own sharing every nvidia.com/gpu is a
+    shared slot, so a whole-GPU Pod would only take one and prove nothing about the view."""
+    return isinstance(cfg, GkeStack) and cfg.sharing == "kai"
+
+
 def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
     """What every check must observe, from the sharing contract and config: the verifier's GPUSHARE_EXPECT."""
     v, monitor, reg = cfg.verify, proof.monitor, proof.node_registration
-    gke = isinstance(cfg, GkeStack)
+    whole = whole_cards_beside_slices(cfg)
     cores = compute_share(cfg, proof)
     not_offered = [c for c in proof.checks if proof.mechanism not in REGISTRY[c].rules]
     if not_offered:
@@ -51,9 +57,9 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         overcommit_mib=proof.overcommit_mib if proof.overcommit_request is not None else None,
         overcommit_slots=proof.overcommit_slots if proof.overcommit_request is not None else None,
         pending_reason=proof.pending_reason,
-        whole_gpu_pod=WHOLE_GPU_POD if gke else None,
+        whole_gpu_pod=WHOLE_GPU_POD if whole else None,
         # Only KAI's pool carries the label (compose/platform.py): under GKE's own sharing nothing writes it.
-        node_memory_label=NODE_MEMORY_LABEL if gke and cfg.sharing == "kai" else None,
+        node_memory_label=NODE_MEMORY_LABEL if whole else None,
         monitor=(
             Monitor(monitor.namespace, monitor.label_selector, monitor.port, monitor.path)
             if monitor is not None else None
@@ -90,8 +96,8 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
             compute_seconds=v.compute_seconds,
         ),
         image=mirrored(v.probe_image, cfg.image_registry),
-        # The whole-GPU precondition Pod runs only on GKE, where nodes carry whole cards beside the slices.
-        smi_image=mirrored(v.smi_image, cfg.image_registry) if isinstance(cfg, GkeStack) else None,
+        # The whole-GPU precondition Pod runs only where nodes carry whole cards beside the slices.
+        smi_image=mirrored(v.smi_image, cfg.image_registry) if whole_cards_beside_slices(cfg) else None,
         fail_on_violation=v.fail_on_violation,
         ready=[*cluster.ready, *sharing.ready],
         run_id=v.run_id,
