@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(plan.to_json())
     elif args.markdown:
-        print(markdown.render(plan, golden=golden.golden_plan(args.stack, args.config)))
+        print(markdown.render(plan, golden=golden.golden_plan(args.stack)))
     elif args.mermaid:
         print(mermaid.render(plan))
     else:

@@ -223,7 +223,7 @@ def test_multi_line_outputs_are_indented_and_long_structured_ones_point_to_json(
 
 def test_markdown_has_a_row_for_every_real_resource_and_matches_the_golden_plan(plan_stack) -> None:
     plan = plan_stack("gke")
-    shown = markdown.render(plan, golden=golden_plan("gke", []))
+    shown = markdown.render(plan, golden=golden_plan("gke"))
     graph = Graph(plan)
     for r in plan.resources:
         assert (f"| `{r['name']}` |" in shown) == (graph.kind(r["name"]) != "component")
@@ -232,14 +232,18 @@ def test_markdown_has_a_row_for_every_real_resource_and_matches_the_golden_plan(
 
 def test_markdown_lists_what_changed_against_the_golden_plan(plan_stack) -> None:
     plan = plan_stack("gke", "gpushare:gke.nodeCount=2")
-    shown = markdown.render(plan, golden=golden_plan("gke", []))
+    shown = markdown.render(plan, golden=golden_plan("gke"))
     assert "- `gke-gpu-pool` inputs.nodeCount: 3 → 2" in shown
     assert "- output gpuNodeCount: 3 → 2" in shown
 
 
-def test_markdown_says_when_there_is_no_golden_plan_to_compare(capsys) -> None:
+def test_markdown_of_an_override_shows_what_it_changes_against_the_golden_plan(capsys) -> None:
     assert main(["gke", "--markdown", "-c", "gpushare:gke.nodeCount=2"]) == 0
-    assert "No golden plan for this stack and config" in capsys.readouterr().out
+    assert "- `gke-gpu-pool` inputs.nodeCount: 3 → 2" in capsys.readouterr().out
+
+
+def test_markdown_says_when_there_is_no_golden_plan_to_compare(plan_stack) -> None:
+    assert "No golden plan `tests/golden/gke.json` to compare with." in markdown.render(plan_stack("gke"), golden=None)
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -3,6 +3,7 @@ the proof's objects, the tree excerpt, which tests skip without ../shared, and t
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -157,7 +158,9 @@ def test_readme_says_which_shared_folders_tests_skip_without() -> None:
 def test_workflow_posts_the_offline_plan_and_graph_on_the_pull_request() -> None:
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "preview.yml").read_text())
     steps = workflow["jobs"]["offline"]["steps"]
-    build = next(s for s in steps if "components.plan_view.comment" in s.get("run", ""))
+    build = next(s for s in steps if "components.plan_view.comment --against" in s.get("run", ""))
+    base = next(s for s in steps if "FETCH_HEAD:$path" in s.get("run", ""))
+    assert base["env"]["BASE"] == "${{ github.base_ref }}" and steps.index(base) < steps.index(build)
     output = build["run"].split(">")[-1].strip()
     post = next(s for s in steps if str(s.get("uses", "")).startswith("marocchino/sticky-pull-request-comment@"))
     assert post["with"]["path"] == output
@@ -171,6 +174,19 @@ def test_the_comment_holds_each_stacks_markdown_and_a_mermaid_graph(capsys) -> N
     assert shown.index("### Offline plan of `k3s`") < shown.index("### Offline plan of `gke`")
     assert shown.count("```mermaid\nflowchart ") == 2
     assert "Same as `tests/golden/k3s.json`." in shown
+
+
+def test_the_comment_shows_what_changed_against_the_base_branchs_golden_plans(tmp_path, capsys) -> None:
+    base = tmp_path / "main"
+    base.mkdir()
+    golden = json.loads((ROOT / "tests" / "golden" / "k3s.json").read_text())
+    firewall = next(r for r in golden["resources"] if r["name"] == "k3s-vm-firewall")
+    firewall["inputs"]["sourceRanges"] = ["0.0.0.0/0"]
+    (base / "k3s.json").write_text(json.dumps(golden))
+    assert comment.main(["k3s", "--against", str(base)]) == 0
+    shown = capsys.readouterr().out
+    assert "`tests/golden/k3s.json of main` → this plan:" in shown
+    assert '- `k3s-vm-firewall` inputs.sourceRanges[0]: "0.0.0.0/0" → "198.51.100.7/32"' in shown
 
 
 def test_the_comment_refuses_an_unknown_stack(capsys) -> None:

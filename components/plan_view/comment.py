@@ -1,15 +1,21 @@
 """The pull-request comment: each stack's Markdown plan with its dependency graph folded beneath it.
 
-    python -m components.plan_view.comment [STACK ...]     (all stacks when none is named)
+    python -m components.plan_view.comment [STACK ...] [--against DIR]     (all stacks when none is named)
+
+`--against` compares with the golden plans in DIR, named after where they come from: in a pull request the
+base branch's tests/golden/ (the branch's own golden files already match its plan; the base's show what the
+pull request changes).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 from components.plan import ROOT, run
 from components.plan_view import markdown, mermaid
-from components.plan_view.golden import golden_plan
+from components.plan_view.golden import GOLDEN_DIR, golden_plan
 
 TITLE = "## Offline plan (Pulumi's mock engine, no credentials)"
 
@@ -18,22 +24,27 @@ def stacks() -> list[str]:
     return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
 
 
-def render(names: list[str]) -> str:
+def render(names: list[str], against: Path = GOLDEN_DIR) -> str:
     parts = [TITLE]
     for stack in names:
         plan = run(stack)
+        name = f"tests/golden/{stack}.json" + ("" if against == GOLDEN_DIR else f" of {against.name}")
         graph = f"<details><summary>dependency graph</summary>\n\n```mermaid\n{mermaid.render(plan)}\n```\n\n</details>"
-        parts += [markdown.render(plan, golden=golden_plan(stack, [])), graph]
+        parts += [markdown.render(plan, golden=golden_plan(stack, against), golden_name=name), graph]
     return "\n\n".join(parts) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = (sys.argv[1:] if argv is None else argv) or stacks()
+    parser = argparse.ArgumentParser(prog="python -m components.plan_view.comment", description=__doc__.splitlines()[0])
+    parser.add_argument("stacks", nargs="*", help="stack names; all when none")
+    parser.add_argument("--against", type=Path, default=GOLDEN_DIR, help="folder of golden plans to compare with")
+    args = parser.parse_args(argv)
+    names = args.stacks or stacks()
     unknown = sorted(set(names) - set(stacks()))
     if unknown:
         print(f"error: no stack file for {', '.join(unknown)}; stacks here: {', '.join(stacks())}", file=sys.stderr)
         return 2
-    sys.stdout.write(render(names))
+    sys.stdout.write(render(names, args.against))
     return 0
 
 

@@ -23,10 +23,10 @@ def sanitize(value: Any) -> Any:
     return value
 
 
-def golden_plan(stack: str, overrides: list[str]) -> dict[str, Any] | None:
-    """The committed plan of a stack's own config; none for a config changed with -c (nothing to compare)."""
-    path = GOLDEN_DIR / f"{stack}.json"
-    if overrides or not path.exists():
+def golden_plan(stack: str, directory: Path = GOLDEN_DIR) -> dict[str, Any] | None:
+    """The committed plan of a stack's file, if there is one; a plan with -c overrides shows what they change."""
+    path = directory / f"{stack}.json"
+    if not path.exists():
         return None
     loaded: dict[str, Any] = json.loads(path.read_text())
     return loaded

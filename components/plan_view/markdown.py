@@ -62,7 +62,9 @@ def changes(plan: Plan, golden: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render(plan: Plan, golden: dict[str, Any] | None = None) -> str:
+def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | None = None) -> str:
+    """`golden` is the plan to compare with, `golden_name` where it comes from (tests/golden/<stack>.json)."""
+    golden_name = golden_name or f"tests/golden/{plan.stack}.json"
     graph = Graph(plan)
     lines = [
         f"### Offline plan of `{plan.stack}`",
@@ -83,11 +85,11 @@ def render(plan: Plan, golden: dict[str, Any] | None = None) -> str:
                      f"{_cell(checks)} |")
     lines += ["", "#### Against the golden plan", ""]
     if golden is None:
-        lines.append("No golden plan for this stack and config (`tests/golden/<stack>.json` covers the stack files).")
+        lines.append(f"No golden plan `{golden_name}` to compare with.")
     elif found := changes(plan, golden):
-        lines += [f"`tests/golden/{plan.stack}.json` → this plan:", "", *found]
+        lines += [f"`{golden_name}` → this plan:", "", *found]
     else:
-        lines.append(f"Same as `tests/golden/{plan.stack}.json`.")
+        lines.append(f"Same as `{golden_name}`.")
     lines += ["", "#### Outputs", "", "| output | value |", "|---|---|"]
     outputs = mask(plan.outputs, plan.invented)
     long_texts = {name: v for name, v in outputs.items() if isinstance(v, str) and "\n" in v}
