@@ -10,13 +10,14 @@ registered and fails with one line that names the full key and the fix (`ConfigE
 from __future__ import annotations
 
 import difflib
-import ipaddress
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasGenerator,
     BaseModel,
     ConfigDict,
@@ -29,10 +30,12 @@ from pydantic import (
     model_validator,
 )
 
+from components import validate
+from components.contracts.errors import InputError
 from components.gke_sharing import MAX_CLIENTS, MIN_CLIENTS, mps_limits
 from components.gpus import GPU_MODELS, gpu_memory_mib
-from components.sizing import default_slice_mib, overcommit_is_valid, overcommit_mib, remaining_mib
-from components.versions import is_pinned, kubernetes_release
+from components.sizing import default_slice_mib, kai_visible_mib, overcommit_is_valid, overcommit_mib, remaining_mib
+from components.versions import kubernetes_release
 
 NAMESPACE = "gpushare"
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -45,13 +48,8 @@ GKE_NATIVE: tuple[GkeSharing, ...] = ("mps", "time-sharing")
 """Sharing that GKE's own device plugin does, set on the GPU node pool."""
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A config value that cannot work: `key` is the full config key, the message says the fix."""
-
-    def __init__(self, key: str, problem: str):
-        self.key = key
-        self.problem = problem
-        super().__init__(f"{key}: {problem}")
 
 
 def _alias(field_name: str) -> str:
@@ -78,10 +76,44 @@ class _Model(BaseModel):
     )
 
 
-def _require_pinned(version: str) -> str:
-    if not is_pinned(version):
-        raise ValueError(f"{version!r} is not a pinned chart version; give an exact one such as 2.9.0")
-    return version
+def _apt_package(name: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", name):
+        raise ValueError(f"{name!r} is not a Debian package name such as nvidia-open")
+    return name
+
+
+def _priority_class(name: str) -> str:
+    """Empty (no PriorityClass) or a PriorityClass name."""
+    return name and validate.dns_subdomain(name, "PriorityClass name")
+
+
+def _pod_prefix(prefix: str) -> str:
+    """Pods are `<prefix>-a`/`-b` and their names are label values too: a DNS label of at most 61 characters."""
+    validate.dns_label(prefix, "Pod name prefix")
+    if len(prefix) > 61:
+        raise ValueError(f"{len(prefix)} characters: the Pod names <prefix>-a are label values (at most 63); "
+                         "shorten it to 61")
+    return prefix
+
+
+def _checked(check: Any, *args: Any) -> AfterValidator:
+    return AfterValidator(lambda value: check(value, *args))
+
+
+K8sNamespace = Annotated[str, _checked(validate.dns_label, "namespace")]
+DnsLabel = Annotated[str, _checked(validate.dns_label)]
+DnsSubdomain = Annotated[str, _checked(validate.dns_subdomain)]
+Labels = Annotated[dict[str, str], AfterValidator(validate.labels)]
+GceZone = Annotated[str, AfterValidator(validate.gce_zone)]
+GceName = Annotated[str, _checked(validate.gce_name)]
+MachineType = Annotated[str, AfterValidator(validate.gce_machine_type)]
+Accelerator = Annotated[str, AfterValidator(validate.accelerator)]
+ImageRef = Annotated[str, AfterValidator(validate.image_reference)]
+Registry = Annotated[str, AfterValidator(validate.registry)]
+LinuxUser = Annotated[str, AfterValidator(validate.linux_user)]
+AbsolutePath = Annotated[str, AfterValidator(validate.absolute_path)]
+Port = Annotated[int, AfterValidator(validate.port)]
+FiniteGiB = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 # --- the cards -------------------------------------------------------------------------------------------
@@ -90,18 +122,18 @@ def _require_pinned(version: str) -> str:
 class GpuConfig(_Model):
     """The cards of the GPU nodes: one description per stack, whatever the platform."""
 
-    type: str = "nvidia-tesla-t4"
+    type: Accelerator = "nvidia-tesla-t4"
     """The cards' accelerator type (GCE `acceleratorType`), or their model key in the GPU table."""
     memory_mib: int | None = Field(None, gt=0)
     """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
-    per_node: int = Field(1, ge=1)
+    per_node: int = Field(1, ge=1, le=16)
     """Cards on each GPU node."""
 
 
 class HostGpuConfig(GpuConfig):
     """The card of a one-node k3s cluster (lab 7's RTX PRO 6000 Blackwell by default)."""
 
-    type: str = "nvidia-rtx-pro-6000"
+    type: Accelerator = "nvidia-rtx-pro-6000"
     """The card's accelerator type, or its model key in the GPU table."""
 
 
@@ -111,15 +143,15 @@ class HostGpuConfig(GpuConfig):
 class GkeConfig(_Model):
     """A GKE cluster on COS with one GPU pool (lab 12)."""
 
-    zone: str = "asia-northeast1-a"
+    zone: GceZone = "asia-northeast1-a"
     """Zone of the zonal cluster and its GPU pool."""
-    cluster_name: str = "kai-hami-test"
+    cluster_name: Annotated[str, _checked(validate.gce_name, "GKE cluster name", 40)] = "kai-hami-test"
     """Name of the GKE cluster."""
-    kubernetes_version: str = "1.35."
+    kubernetes_version: Annotated[str, AfterValidator(validate.gke_version)] = "1.35."
     """A prefix ending in '.' picks the newest valid version in the zone; a full version pins it."""
-    machine_type: str = "n1-standard-2"
+    machine_type: MachineType = "n1-standard-2"
     """Machine type of the GPU pool."""
-    node_count: int = Field(3, ge=1)
+    node_count: int = Field(3, ge=1, le=1000)
     """Nodes in the GPU pool."""
     gpu_driver_version: Literal["DEFAULT", "LATEST"] = "DEFAULT"
     """GKE-managed driver version; the toolkit is GKE's, so the driver must be too."""
@@ -132,23 +164,23 @@ class GkeConfig(_Model):
 class VmConfig(_Model):
     """The GCE GPU VM that becomes a one-node k3s cluster (lab 7)."""
 
-    zone: str = "us-central1-b"
+    zone: GceZone = "us-central1-b"
     """Zone of the VM."""
-    machine_type: str = "g4-standard-48"
+    machine_type: MachineType = "g4-standard-48"
     """Machine type; G2/G4/A2/A3 carry their GPU, N1 gets `gpushare:gpu.type` attached."""
     spot: bool = True
     """Spot provisioning: cheaper, may be reclaimed at any time."""
-    boot_disk_gib: int = Field(200, ge=50)
+    boot_disk_gib: int = Field(200, ge=50, le=65536)
     """Boot disk, large enough for CUDA images."""
-    image: str = "ubuntu-os-cloud/ubuntu-2204-lts"
+    image: Annotated[str, AfterValidator(validate.gce_image)] = "ubuntu-os-cloud/ubuntu-2204-lts"
     """Boot image (Ubuntu 22.04)."""
-    network: str = "default"
+    network: Annotated[str, _checked(validate.gce_name, "network name")] = "default"
     """VPC network of the VM and its firewall."""
     allowed_source_ranges: list[str] = Field(default_factory=list)
     """CIDRs allowed to reach SSH and the Kubernetes API; required."""
     allow_world_open: bool = False
     """Explicit opt-in to admit 0.0.0.0/0 to SSH and the API."""
-    ssh_user: str = "ubuntu"
+    ssh_user: LinuxUser = "ubuntu"
     """Login user for the bootstrap."""
     hourly_cost_usd: float = 2.0
     """What the VM costs an hour on Spot, shown in the outputs."""
@@ -156,22 +188,17 @@ class VmConfig(_Model):
     @field_validator("allowed_source_ranges")
     @classmethod
     def _cidrs(cls, ranges: list[str]) -> list[str]:
-        for cidr in ranges:
-            try:
-                ipaddress.ip_network(cidr, strict=False)
-            except ValueError:
-                raise ValueError(f"{cidr!r} is not a CIDR range such as 203.0.113.7/32") from None
-        return ranges
+        return validate.cidrs(ranges)
 
 
 class HostConfig(_Model):
     """A GPU host the user already has, made a one-node k3s cluster over SSH."""
 
-    address: str
+    address: Annotated[str, AfterValidator(validate.host_address)]
     """SSH address of the host."""
-    user: str = "ubuntu"
+    user: LinuxUser = "ubuntu"
     """Login user with sudo."""
-    port: int = 22
+    port: Port = 22
     """SSH port."""
     private_key: SecretStr
     """SSH private key (set it with `pulumi config set --secret`)."""
@@ -182,20 +209,17 @@ class K3sConfig(_Model):
 
     version: str = "v1.36.2+k3s1"
     """Pinned k3s release."""
-    node_name: str = "hami-lab-rtx6000"
+    node_name: Annotated[str, _checked(validate.dns_subdomain, "node name")] = "hami-lab-rtx6000"
     """Node name k3s registers."""
     install_driver: bool = True
     """Install `nvidia-open` when `nvidia-smi -L` fails (Blackwell needs the open kernel modules)."""
-    driver_package: str = "nvidia-open"
+    driver_package: Annotated[str, AfterValidator(_apt_package)] = "nvidia-open"
     """Driver package installed from NVIDIA's CUDA apt repository."""
 
     @field_validator("version")
     @classmethod
     def _pinned(cls, version: str) -> str:
-        if "+k3s" not in version:
-            raise ValueError(f"{version!r} is not a k3s release such as v1.36.2+k3s1")
-        kubernetes_release(version)
-        return version
+        return validate.k3s_version(version)
 
 
 class ClusterConfig(_Model):
@@ -205,18 +229,12 @@ class ClusterConfig(_Model):
     """The kubeconfig itself (`pulumi config set --secret --path gpushare:cluster.kubeconfig < file`)."""
     kubeconfig_path: str | None = None
     """Or a path to it."""
-    context: str | None = None
+    context: Annotated[str, Field(min_length=1)] | None = None
     """Context within the kubeconfig; unset uses its current context."""
-    kubernetes_version: str = "v1.35.6"
+    kubernetes_version: Annotated[str, AfterValidator(validate.kubernetes_version)] = "v1.35.6"
     """The server version (`kubectl version | grep Server`)."""
     gpu_nodes: list[str] = Field(default_factory=lambda: ["node"])
     """GPU node names (`kubectl get nodes -l nvidia.com/gpu.present=true`)."""
-
-    @field_validator("kubernetes_version")
-    @classmethod
-    def _version(cls, version: str) -> str:
-        kubernetes_release(version)
-        return version
 
     @field_validator("gpu_nodes")
     @classmethod
@@ -226,6 +244,8 @@ class ClusterConfig(_Model):
         for node in nodes:
             if len(node) > 253 or not _DNS_SUBDOMAIN.match(node):
                 raise ValueError(f"{node!r} is not a node name; copy the NAME column of `kubectl get nodes`")
+        if len(nodes) > 5000:
+            raise ValueError(f"{len(nodes)} nodes; a Kubernetes cluster has at most 5000")
         duplicates = sorted({n for n in nodes if nodes.count(n) > 1})
         if duplicates:
             raise ValueError(f"{', '.join(duplicates)} listed twice")
@@ -244,20 +264,19 @@ class ClusterConfig(_Model):
 class KaiConfig(_Model):
     """KAI Scheduler with GPU sharing and the HAMi-core binder."""
 
-    version: str = "v0.17.0"
+    version: Annotated[str, _checked(validate.pinned_chart, "v0.17.0", True)] = "v0.17.0"
     """Pinned chart version."""
-    namespace: str = "kai-scheduler"
+    namespace: K8sNamespace = "kai-scheduler"
     """Namespace of the release."""
     cdi_enabled: StrictStr = "true"
     """`binder.plugins.gpusharing.arguments.cdiEnabled`; a string, since the Config CRD types it so."""
-    queue: str = "default-queue"
+    queue: Annotated[str, _checked(validate.dns_label, "queue name")] = "default-queue"
     """Queue the proof Pods are labelled with."""
-    parent_queue: str = "default-parent-queue"
+    parent_queue: Annotated[str, _checked(validate.dns_label, "queue name")] = "default-parent-queue"
     """Parent of `queue`; KAI creates both and keeps them on uninstall."""
     delete_kept_queues: bool = True
     """Delete the queues KAI keeps (`helm.sh/resource-policy: keep`) when the stack is destroyed."""
 
-    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
 
     @field_validator("cdi_enabled", mode="before")
     @classmethod
@@ -275,20 +294,19 @@ class KaiConfig(_Model):
 class IsolatorConfig(_Model):
     """kai-resource-isolator: ships HAMi-core to the nodes, injects it, and monitors it."""
 
-    version: str = "1.1.0-chart"
+    version: Annotated[str, _checked(validate.pinned_chart, "1.1.0-chart", False)] = "1.1.0-chart"
     """Pinned chart version."""
-    namespace: str = "kai-resource-isolator"
+    namespace: K8sNamespace = "kai-resource-isolator"
     """Namespace of the release."""
-    container_vgpu_mount: str = "/home/kubernetes/bin/nvidia/vgpu"
+    container_vgpu_mount: AbsolutePath = "/home/kubernetes/bin/nvidia/vgpu"
     """Where HAMi-core lands on the node; on COS only /home/kubernetes/bin is writable."""
-    library_sync_priority_class: str = ""
+    library_sync_priority_class: Annotated[str, AfterValidator(_priority_class)] = ""
     """Empty: GKE refuses system-node-critical outside system namespaces."""
-    monitor_priority_class: str = ""
+    monitor_priority_class: Annotated[str, AfterValidator(_priority_class)] = ""
     """Empty, for the same reason."""
     monitor_enabled: bool = True
     """The per-node monitor whose metrics the proof reads."""
 
-    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
 
 
 class GkeCdiConfig(_Model):
@@ -296,43 +314,41 @@ class GkeCdiConfig(_Model):
 
     nvidia_runtime_class: bool = True
     """Create RuntimeClass `nvidia` (handler runc): fixes `RuntimeClass "nvidia" not found`."""
-    runtime_class_handler: str = "runc"
+    runtime_class_handler: Annotated[str, _checked(validate.dns_label, "RuntimeClass handler")] = "runc"
     """Handler of that RuntimeClass; GKE's CDI path has no nvidia handler."""
     kyverno: bool = True
     """Install Kyverno for the two injection policies below."""
-    kyverno_version: str = "3.8.2"
+    kyverno_version: Annotated[str, _checked(validate.pinned_chart, "3.8.2", False)] = "3.8.2"
     """Pinned Kyverno chart (current when the lab was verified)."""
-    kyverno_namespace: str = "kyverno"
+    kyverno_namespace: K8sNamespace = "kyverno"
     """Namespace of the Kyverno release."""
     inject_nvml_library_path: bool = True
     """Policy: NVML path for KAI's reservation Pods; fixes `ERROR_LIBRARY_NOT_FOUND`."""
     inject_gpu_devices: bool = True
     """Policy: /dev/nvidia*, nvidia-smi and driver libraries for sharing Pods, which see no devices otherwise."""
-    nvidia_install_dir: str = "/home/kubernetes/bin/nvidia"
+    nvidia_install_dir: AbsolutePath = "/home/kubernetes/bin/nvidia"
     """Where GKE installs the driver on COS."""
 
-    _version = field_validator("kyverno_version")(classmethod(lambda cls, v: _require_pinned(v)))
 
 
 class HamiConfig(_Model):
     """HAMi: scheduler extender, device plugin and HAMi-core."""
 
-    version: str = "2.10.0"
+    version: Annotated[str, _checked(validate.pinned_chart, "2.10.0", False)] = "2.10.0"
     """Pinned chart version (2.9.0 and 2.10.0 are supported)."""
-    namespace: str = "hami-system"
+    namespace: K8sNamespace = "hami-system"
     """Namespace of the release."""
-    scheduler_image_tag: str | None = None
+    scheduler_image_tag: Annotated[str, AfterValidator(validate.kubernetes_version)] | None = None
     """kube-scheduler image tag; unset derives it from the Kubernetes version, set it must equal that."""
     device_split_count: int = Field(10, ge=1)
     """Pods that may share one card."""
-    node_label: dict[str, str] = Field(default_factory=lambda: {"gpu": "on"})
+    node_label: Labels = Field(default_factory=lambda: {"gpu": "on"}, min_length=1)
     """The label HAMi's device plugin selects nodes by."""
-    runtime_class_name: str | None = None
+    runtime_class_name: Annotated[str, _checked(validate.dns_subdomain, "RuntimeClass name")] | None = None
     """Device plugin RuntimeClass; unset picks `nvidia-legacy` under a CDI GPU Operator, none otherwise."""
-    wait_timeout_seconds: int = 300
+    wait_timeout_seconds: int = Field(300, ge=30, le=3600)
     """How long the install may take."""
 
-    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
 
     @field_validator("version")
     @classmethod
@@ -345,9 +361,9 @@ class HamiConfig(_Model):
 class GpuOperatorConfig(_Model):
     """NVIDIA GPU Operator, used only for its container toolkit."""
 
-    version: str = "v26.7.0"
+    version: Annotated[str, _checked(validate.pinned_chart, "v26.7.0", True)] = "v26.7.0"
     """Pinned chart version."""
-    namespace: str = "gpu-operator"
+    namespace: K8sNamespace = "gpu-operator"
     """Namespace of the release."""
     driver_enabled: bool = False
     """False: the host driver stays; the operator's would fight it."""
@@ -356,7 +372,6 @@ class GpuOperatorConfig(_Model):
     cdi_enabled: bool = True
     """The chart's CDI default since 25.10; it decides HAMi's RuntimeClass."""
 
-    _version = field_validator("version")(classmethod(lambda cls, v: _require_pinned(v)))
 
 
 # --- verification ----------------------------------------------------------------------------------------
@@ -367,9 +382,9 @@ class VerifyConfig(_Model):
 
     enabled: bool = True
     """Run the proof at all."""
-    namespace: str = "gpushare-proof"
+    namespace: K8sNamespace = "gpushare-proof"
     """Namespace of the proof Pods and the verifier."""
-    pod_prefix: str = "gpushare-slice"
+    pod_prefix: Annotated[str, AfterValidator(_pod_prefix)] = "gpushare-slice"
     """Proof Pods are `<prefix>-a` and `<prefix>-b`."""
     slice_mib: int | None = Field(None, gt=0)
     """Memory each proof Pod asks for; unset scales with the card."""
@@ -377,27 +392,27 @@ class VerifyConfig(_Model):
     """Compute share each proof Pod asks for (HAMi `gpucores`); unset asks none."""
     overcommit_mib: int | None = Field(None, gt=0)
     """The third Pod's request; unset is computed to fit an empty card but not the remainder."""
-    probe_image: str = "python:3.12-slim-bookworm"
+    probe_image: ImageRef = "python:3.12-slim-bookworm"
     """Image of the proof Pods and the verifier: any image with python3."""
-    smi_image: str = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    smi_image: ImageRef = "nvidia/cuda:12.4.1-base-ubuntu22.04"
     """Image of the whole-GPU precondition Pod that runs nvidia-smi."""
-    hold_gib: float = Field(3.0, gt=0)
+    hold_gib: FiniteGiB = 3.0
     """What each proof Pod holds while its neighbour allocates."""
-    hold_seconds: int = Field(30, ge=1)
+    hold_seconds: int = Field(30, ge=1, le=3600)
     """How long it holds, long enough for the two holds to overlap."""
-    extra_gib: float = Field(2.0, gt=0)
+    extra_gib: FiniteGiB = 2.0
     """What it then asks for on top, which must be refused."""
-    sweep_gib: list[float] = Field(default_factory=lambda: [2, 3, 3.8, 4.0, 4.5, 6])
+    sweep_gib: list[FiniteGiB] = Field(default_factory=lambda: [2, 3, 3.8, 4.0, 4.5, 6], min_length=1)
     """Single allocations tried one by one, each freed again."""
-    compute_seconds: int = Field(20, ge=5)
+    compute_seconds: int = Field(20, ge=5, le=600)
     """Each compute probe shape runs this long; the throttle bites after 3–4 s."""
-    deadline_seconds: int = Field(900, ge=60)
+    deadline_seconds: int = Field(900, ge=60, le=7200)
     """How long the verifier waits for the proof Pods."""
     fail_on_violation: bool = True
     """Fail `pulumi up` when a check fails, once results are known."""
     pod_tries: bool = True
     """Also try the ways around the quota that a Pod's own spec can take, each in a short-lived Pod (findings)."""
-    run_id: str = "1"
+    run_id: Annotated[str, Field(min_length=1, max_length=63)] = "1"
     """Change it (`pulumi config set --path gpushare:verify.runId 2`) to run the proof again on fresh Pods."""
 
     @field_validator("run_id", mode="before")
@@ -428,7 +443,7 @@ class _Stack(_Model):
 
     gpu: GpuConfig = Field(default_factory=GpuConfig)
     """The cards of the GPU nodes."""
-    image_registry: str | None = None
+    image_registry: Registry | None = None
     """A mirror that replaces every image registry of HAMi, the GPU Operator and the proof."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     """The proof and its verifier."""
@@ -453,11 +468,17 @@ class _Stack(_Model):
     def overcommit_mib(self) -> int:
         return self.verify.overcommit_mib or overcommit_mib(self.card_mib, self.slice_mib)
 
+    @property
+    def quota_mib(self) -> int:
+        """What HAMi-core enforces in each proof Pod: the slice itself, unless the scheduler rounds it."""
+        return self.slice_mib
+
     def check(self) -> None:
         """The checks that need more than one key; each raises ConfigError naming the key that must change."""
         _check_choice_sections(self)
         _check_gpu(self)
         _check_slices(self)
+        _check_proof_numbers(self)
 
 
 class GkeStack(_Stack):
@@ -491,6 +512,13 @@ class GkeStack(_Stack):
         if self.sharing == "time-sharing":
             return self.card_mib  # each Pod is handed the whole card, in turns
         return super().slice_mib
+
+    @property
+    def quota_mib(self) -> int:
+        """Under KAI the request becomes a fraction of the card (two decimals), and HAMi-core enforces that."""
+        if self.sharing == "kai":
+            return kai_visible_mib(self.slice_mib, self.card_mib)
+        return super().quota_mib
 
     def check(self) -> None:
         super().check()
@@ -664,11 +692,11 @@ def _check_network(vm: VmConfig) -> None:
             _key("vm", "allowedSourceRanges"),
             "required: the CIDRs allowed to reach SSH and the Kubernetes API, such as your IP as 203.0.113.7/32",
         )
-    world = [r for r in vm.allowed_source_ranges if ipaddress.ip_network(r, strict=False).prefixlen == 0]
-    if world and not vm.allow_world_open:
+    if validate.covers_whole_internet(vm.allowed_source_ranges) and not vm.allow_world_open:
+        ranges = ", ".join(vm.allowed_source_ranges)
         raise ConfigError(
             _key("vm", "allowedSourceRanges"),
-            f"{world[0]} opens SSH and the Kubernetes API to the whole internet; give your own range, or set "
+            f"{ranges} opens SSH and the Kubernetes API to the whole internet; give your own range, or set "
             "gpushare:vm.allowWorldOpen to true to accept that",
         )
 
@@ -740,7 +768,46 @@ def _check_gke_native(cfg: GkeStack) -> None:
                           "its node leave free; remove it")
 
 
+def _check_proof_numbers(cfg: _Stack) -> None:
+    """The proof's own numbers against the quota: the hold fits it, and the hold plus the extra does not."""
+    if getattr(cfg, "sharing", None) in GKE_NATIVE:
+        return  # GKE's own sharing: MPS's limit is checked in _check_gke_native, time-sharing has none
+    v, quota = cfg.verify, cfg.quota_mib
+    hold, extra = round(v.hold_gib * 1024), round(v.extra_gib * 1024)
+    if hold > quota:
+        raise ConfigError(
+            _key("verify", "holdGiB"),
+            f"{v.hold_gib:g} GiB ({hold} MiB) is more than each proof Pod's quota ({quota} MiB), so the hold itself "
+            f"would be refused; set it to at most {quota / 1024:.2f}",
+        )
+    if not any(size * 1024 > quota for size in v.sweep_gib):
+        raise ConfigError(
+            _key("verify", "sweepGiB"),
+            f"no size above the {quota} MiB quota ({quota / 1024:.2f} GiB), so the sweep cannot show the quota hold; "
+            f"add one such as {math.ceil(quota / 1024) + 1}",
+        )
+    if hold + extra <= quota:
+        raise ConfigError(
+            _key("verify", "extraGiB"),
+            f"the hold ({hold} MiB) plus {v.extra_gib:g} GiB ({extra} MiB) still fits the {quota} MiB quota, so "
+            f"nothing would be refused; set it above {(quota - hold) / 1024:.2f}",
+        )
+
+
+def _check_split_count(hami: HamiConfig) -> None:
+    """Both slice Pods and the over-commit Pod must find a slot on one card, or the last is refused for a slot."""
+    placed = 3
+    if hami.device_split_count < placed:
+        raise ConfigError(
+            _key("hami", "deviceSplitCount"),
+            f"{hami.device_split_count} slots per card, but the proof places {placed} Pods on one card (two slices "
+            f"and the over-commit Pod, which must be refused for memory, not for a slot); set it to at least "
+            f"{placed}",
+        )
+
+
 def _check_hami(cfg: K3sStack | ExistingStack, hami: HamiConfig, *, cdi_enabled: bool) -> None:
+    _check_split_count(hami)
     if hami.scheduler_image_tag is not None:
         wanted = kubernetes_release(cfg.server_version)
         if hami.scheduler_image_tag != wanted:

@@ -1,13 +1,15 @@
 """The offline plan: the whole program under Pulumi's mock engine, no CLI, no cloud, no cluster.
 
-    python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...]
+    python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...] [--root DIR]
 
 Loads `Pulumi.STACK.yaml`, applies each `-c` (a dotted key sets a nested value:
 `-c gpushare:verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
 prints the resource tree; `--json` prints one deterministic object: `{"stack", "resources", "outputs",
 "unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` name each value the
 mocks made up (`{"path": "known after create" | "looked up in the cloud"}`); `--markdown` a pull-request summary,
-`--mermaid` the dependency graph. Invalid config exits 2 with one line on stderr and registers nothing.
+`--mermaid` the dependency graph. Secrets written by `pulumi config set --secret [--path]` (`{"secure": ...}`, at
+any depth) plan as mock values of the right shape. Invalid config, a stack file or `-c` value that is not YAML:
+exit 2, one line on stderr, nothing registered.
 """
 
 from __future__ import annotations
@@ -68,23 +70,59 @@ class Plan:
         return found[0]
 
 
+def _load_yaml(text: str, where: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise PlanInputError(f"{where}: not valid YAML{at} ({problem}); fix the quoting or indentation") from None
+
+
+def _mock_secrets(value: Any, path: str) -> tuple[Any, bool]:
+    """`{"secure": ...}` anywhere (as `pulumi config set --secret --path` writes it) → a mock of the right shape."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            from components.mocks import MOCK_KUBECONFIG  # a kubeconfig must still parse offline
+
+            return (MOCK_KUBECONFIG if path.endswith(".kubeconfig") else MOCK_SECRET), True
+        found = False
+        out = {}
+        for key, inner in value.items():
+            out[key], secret = _mock_secrets(inner, f"{path}.{key}")
+            found |= secret
+        return out, found
+    if isinstance(value, list):
+        pairs = [_mock_secrets(inner, f"{path}[{i}]") for i, inner in enumerate(value)]
+        return [v for v, _ in pairs], any(secret for _, secret in pairs)
+    return value, False
+
+
 def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
     """The stack file's config with `-c` overrides applied, and the keys that hold secrets."""
     path = root / f"Pulumi.{stack}.yaml"
     if not path.exists():
         known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
         raise PlanInputError(f"no stack file {path.name}; stacks here: {', '.join(known)}")
-    config: dict[str, Any] = dict((yaml.safe_load(path.read_text()) or {}).get("config") or {})
-    secret_keys: list[str] = []
-    for key, value in list(config.items()):
-        if isinstance(value, dict) and set(value) == {"secure"}:
-            config[key] = MOCK_SECRET
-            secret_keys.append(key)
+    try:
+        text = path.read_text()
+    except (UnicodeDecodeError, OSError) as err:
+        raise PlanInputError(f"{path.name}: cannot be read as text ({type(err).__name__}); save it as UTF-8") from None
+    document = _load_yaml(text, path.name)
+    if document is not None and not isinstance(document, dict):
+        raise PlanInputError(f"{path.name}: the file must be a mapping with a config: key, not a "
+                             f"{type(document).__name__}")
+    raw_config = (document or {}).get("config") or {}
+    if not isinstance(raw_config, dict):
+        raise PlanInputError(f"{path.name}: config: must map keys to values (key: value), not a "
+                             f"{type(raw_config).__name__}")
+    config: dict[str, Any] = {str(key): value for key, value in raw_config.items()}
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or ":" not in key:
             raise PlanInputError(f"-c {item!r}: write it as namespace:key=value, e.g. gpushare:verify.sliceMiB=4000")
-        value = yaml.safe_load(text) if text else ""
+        value = _load_yaml(text, f"-c {key}") if text else ""
         top, *path_parts = key.split(".")
         if not path_parts:
             if value is None:  # `-c gpushare:vm=null` removes a key, as `pulumi config rm` would
@@ -97,7 +135,17 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
             raise PlanInputError(f"-c {item!r}: {top} is not an object, so {key} cannot be set")
         for part in path_parts[:-1]:
             node = node.setdefault(part, {})
-        node[path_parts[-1]] = value
+            if not isinstance(node, dict):
+                raise PlanInputError(f"-c {item!r}: {part} is not an object, so {key} cannot be set")
+        if value is None:  # `=null` on a nested key removes it, as `pulumi config rm --path` would
+            node.pop(path_parts[-1], None)
+        else:
+            node[path_parts[-1]] = value
+    secret_keys: list[str] = []
+    for key, value in list(config.items()):
+        config[key], secret = _mock_secrets(value, key)
+        if secret:
+            secret_keys.append(key)
     return config, secret_keys
 
 
@@ -236,14 +284,22 @@ def main(argv: list[str] | None = None) -> int:
     view.add_argument("--mermaid", action="store_true", help="print the dependency graph as a Mermaid diagram")
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value; dotted keys set nested values")
+    parser.add_argument("--root", type=Path, default=ROOT, help="directory of Pulumi.STACK.yaml and __main__.py")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from components.config import ConfigError
+    from components.contracts.errors import input_error_in
 
     try:
-        plan = run(args.stack, args.config)
-    except (ConfigError, PlanInputError) as err:
+        plan = run(args.stack, args.config, root=args.root)
+    except PlanInputError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        # An input found wrong inside an apply arrives wrapped in Pulumi's errors: report the cause, in one line.
+        cause = input_error_in(err)
+        if cause is None:
+            raise
+        print(f"error: {cause}", file=sys.stderr)
         return 2
     from components.plan_view import golden, markdown, mermaid, text
 

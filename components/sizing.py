@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
 _STEP_MIB = 1000
 
 
@@ -34,3 +37,15 @@ def overcommit_mib(card_mib: int, slice_mib: int, pods: int = 2) -> int:
 def overcommit_is_valid(card_mib: int, slice_mib: int, request_mib: int, pods: int = 2) -> bool:
     """True when the request would be refused only because the slices are held."""
     return remaining_mib(card_mib, slice_mib, pods) < request_mib <= card_mib
+
+
+def kai_fraction(request_mib: int, card_mib: int) -> Decimal:
+    """The GPU fraction KAI turns a `gpu-memory` request into: two decimals, half up (4096 of 15360 → 0.27)."""
+    if not 0 < request_mib <= card_mib:
+        raise ValueError(f"a request of {request_mib} MiB does not fit a {card_mib} MiB card")
+    return (Decimal(request_mib) / Decimal(card_mib)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+def kai_visible_mib(request_mib: int, card_mib: int) -> int:
+    """The MiB a Pod then sees and HAMi-core enforces: the fraction of the card, whole MiB (0.27 × 15360 → 4147)."""
+    return math.floor(kai_fraction(request_mib, card_mib) * card_mib)

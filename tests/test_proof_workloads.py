@@ -121,15 +121,18 @@ def test_readiness_is_the_ready_file_the_probe_writes_only_on_success(plans: dic
 
 
 def test_memory_probe_command_carries_the_expectation(plans: dict[str, Plan]) -> None:
-    for stack, contract, hold in (("k3s", HAMI_K3S, "3072"), ("gke", KAI_GKE, "3072")):
+    cases = (("k3s", HAMI_K3S, "3072", "6144", "2,3,3.8,4,4.5,6,8,10"), ("gke", KAI_GKE, "3072", "2048",
+                                                                          "2,3,3.8,4,4.5,6"))
+    for stack, contract, hold, extra, sweep in cases:
         argv = memory_argv(plans[stack], "pod-b")
         assert argv[:3] == ["python3", "/gpushare/memory.py", "--json"]
         assert flag(argv, "--expect-limit-mib") == str(contract.visible_mib)
         assert flag(argv, "--hold-mib") == hold
         assert flag(argv, "--keep-holding") == hold
-        assert flag(argv, "--extra-mib") == "2048"
+        assert flag(argv, "--extra-mib") == extra
+        assert int(hold) + int(extra) > contract.visible_mib  # the extra ask must cross the quota
         assert flag(argv, "--hold-seconds") == "30"
-        assert flag(argv, "--sweep-gib") == "2,3,3.8,4,4.5,6"
+        assert flag(argv, "--sweep-gib") == sweep
         assert flag(argv, "--result-file") == "/dev/termination-log"
         assert "--findings" in argv
 

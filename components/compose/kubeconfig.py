@@ -23,7 +23,14 @@ def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
             f"no file at {file}; point it at your kubeconfig, or set it as a secret with "
             "`pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`",
         )
-    return file.read_text()
+    try:
+        return file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("gpushare:cluster.kubeconfigPath", f"{file} is not a text file; point it at the kubeconfig "
+                                                             "`kubectl` uses (YAML)") from None
+    except OSError as err:
+        raise ConfigError("gpushare:cluster.kubeconfigPath", f"{file} cannot be read ({err.strerror}); check its "
+                                                             "permissions") from None
 
 
 def check_kubeconfig(text: str, context: str | None, key: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pulumi
+import pulumi_gcp as gcp
 
 from components.compose.kubeconfig import check_kubeconfig, read_kubeconfig
 from components.config import GKE_NATIVE, ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
@@ -29,6 +30,14 @@ def platform(cfg: StackConfig) -> ClusterFacts:
             return existing_platform(cfg)
 
 
+def gke_version(zone: str, version: str) -> str:
+    """A prefix (`1.35.`) resolved to the newest version the zone offers, before anything is registered."""
+    if not gke.is_version_prefix(version):
+        return version
+    offered = gcp.container.get_engine_versions(location=zone, version_prefix=version)
+    return gke.newest_version(offered.valid_master_versions, version, "gpushare:gke.kubernetesVersion")
+
+
 def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
     section, card = cfg.gke, GPU_MODELS.get(cfg.gpu.type)
     product = card.product if card else cfg.gpu.type
@@ -38,7 +47,7 @@ def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
     return gke.GkeClusterArgs(
         cluster_name=section.cluster_name,
         zone=section.zone,
-        kubernetes_version=section.kubernetes_version,
+        kubernetes_version=gke_version(section.zone, section.kubernetes_version),
         machine_type=section.machine_type,
         node_count=section.node_count,
         gpu_type=cfg.gpu.type,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import pulumi
@@ -24,18 +22,6 @@ CONFIG_NAME = "kai-config"
 QUEUE_API_VERSION = "scheduling.run.ai/v2"
 # The chart's own default-queue resources: no quota, no limit, equal over-quota weight.
 OPEN_QUEUE_RESOURCES = {r: {"quota": 0, "limit": -1, "overQuotaWeight": 1} for r in ("cpu", "gpu", "memory")}
-
-
-def kai_fraction(request_mib: int, card_mib: int) -> Decimal:
-    """The GPU fraction KAI turns a `gpu-memory` request into: two decimals, half up (4096 of 15360 → 0.27)."""
-    if not 0 < request_mib <= card_mib:
-        raise ValueError(f"a request of {request_mib} MiB does not fit a {card_mib} MiB card")
-    return (Decimal(request_mib) / Decimal(card_mib)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-
-
-def kai_visible_mib(request_mib: int, card_mib: int) -> int:
-    """The MiB a Pod then sees and HAMi-core enforces: the fraction of the card, whole MiB (0.27 × 15360 → 4147)."""
-    return math.floor(kai_fraction(request_mib, card_mib) * card_mib)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from dataclasses import replace
 from components.contracts.proof import CHECK_IDS, CheckId, MonitorTarget, PodTry, SharingProof, SliceRequest
 from components.gpu.gke_cdi import CONTAINER_BIN_PATH, CONTAINER_LIBRARY_PATH
 from components.gpu.isolator import PRELOAD_LIBRARY
-from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME, kai_visible_mib
+from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME
+from components.sizing import kai_visible_mib
 
 MIB = 2**20
 # The monitor-bound checks need the monitor; over-commit is not KAI's per-card accounting to prove here.

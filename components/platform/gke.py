@@ -12,6 +12,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.contracts.errors import InputError
 from components.platform.kubeconfig import gke_kubeconfig
 
 IMAGE_TYPE = "COS_CONTAINERD"
@@ -25,7 +26,7 @@ def is_version_prefix(version: str) -> bool:
     return version.endswith(".")
 
 
-def newest_version(versions: Iterable[str], prefix: str) -> str:
+def newest_version(versions: Iterable[str], prefix: str, config_key: str = "gpushare:gke.kubernetesVersion") -> str:
     """The highest GKE version starting with `prefix`, compared numerically (1.35.10 beats 1.35.9)."""
 
     def key(version: str) -> tuple[int, ...]:
@@ -34,8 +35,8 @@ def newest_version(versions: Iterable[str], prefix: str) -> str:
 
     candidates = [v for v in versions if v.startswith(prefix)]
     if not candidates:
-        raise ValueError(f"no GKE version starting with {prefix!r} is offered in this zone; "
-                         "pick another zone or set gke.kubernetesVersion to an offered one")
+        raise InputError(config_key, f"no GKE version starting with {prefix!r} is offered in this zone; pick another "
+                              "zone or an offered version (`gcloud container get-server-config --zone ZONE`)")
     return max(candidates, key=key)
 
 

@@ -1,0 +1,220 @@
+"""Pure checks of single config values: each returns the value or raises ValueError with the fix.
+
+The config models call them where a value is read; pydantic adds the full key. The shapes are the APIs' own:
+Kubernetes names (apimachinery `validation.IsDNS1123Label`/`IsDNS1123Subdomain`/`IsQualifiedName`/
+`IsValidLabelValue`), GCE resource names (RFC 1035, 63 characters; GKE clusters 40), image references
+(distribution's `reference` grammar).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_LABEL = re.compile(rf"^{_LABEL}$")
+_DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+_QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_GCE_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+_GCE_ZONE = re.compile(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$")
+_LINUX_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+_HOSTNAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*$", re.IGNORECASE)
+# distribution/reference: [domain[:port]/]path[:tag][@digest], path components lowercase.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)(?:\.(?:[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?))*(?::[0-9]+)?"
+_REGISTRY = re.compile(rf"^{_DOMAIN}(?:/{_PATH_COMPONENT})*$")
+_IMAGE = re.compile(
+    rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::[\w][\w.-]{{0,127}})?(?:@sha256:[a-f0-9]{{64}})?$"
+)
+_SEMVER = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
+_K3S_VERSION = re.compile(r"^v\d+\.\d+\.\d+\+k3s\d+$")
+_KUBERNETES_VERSION = re.compile(r"^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$")
+_GKE_VERSION = re.compile(r"^\d+\.\d+\.(?:\d+-gke\.\d+)?$")
+_GCE_IMAGE = re.compile(r"^(?:[a-z][-a-z0-9]*[a-z0-9]/)?[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def dns_label(value: str, what: str = "name") -> str:
+    """A DNS-1123 label: namespaces, most object names; lower case, digits and '-', at most 63."""
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        raise ValueError(f"{value!r} is not a valid {what}: use 1–63 lower-case letters, digits and '-', starting "
+                         "and ending with a letter or digit")
+    return value
+
+
+def dns_subdomain(value: str, what: str = "name") -> str:
+    """A DNS-1123 subdomain: node names, RuntimeClass and PriorityClass names; dots allowed, at most 253."""
+    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise ValueError(f"{value!r} is not a valid {what}: use lower-case letters, digits, '-' and '.', each part "
+                         "starting and ending with a letter or digit, at most 253 characters")
+    return value
+
+
+def label_key(key: str) -> str:
+    """A label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 characters."""
+    prefix, _, name = key.rpartition("/")
+    if prefix:
+        dns_subdomain(prefix, "label key prefix")
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        raise ValueError(f"{key!r} is not a valid label key: a name of 1–63 letters, digits, '-', '_' or '.', "
+                         "optionally after a prefix such as example.com/")
+    return key
+
+
+def label_value(value: str) -> str:
+    """A label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending alphanumeric."""
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ValueError(f"{value!r} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
+                         "starting and ending with a letter or digit")
+    return value
+
+
+def labels(values: dict[str, str]) -> dict[str, str]:
+    for key, value in values.items():
+        label_key(key)
+        label_value(value)
+    return values
+
+
+def gce_name(value: str, what: str = "name", limit: int = 63) -> str:
+    """A GCE resource name (RFC 1035): a lower-case letter first, then letters, digits and '-'."""
+    if len(value) > limit or not _GCE_NAME.match(value):
+        raise ValueError(f"{value!r} is not a valid {what}: 1–{limit} lower-case letters, digits and '-', starting "
+                         "with a letter and not ending with '-'")
+    return value
+
+
+def gce_zone(value: str) -> str:
+    """A zone such as us-central1-b; a region (us-central1) is refused with the zone it probably meant."""
+    if _GCE_REGION.match(value):
+        raise ValueError(f"{value!r} is a region, not a zone; give a zone in it such as {value}-a")
+    if not _GCE_ZONE.match(value):
+        raise ValueError(f"{value!r} is not a zone; give one such as us-central1-b (`gcloud compute zones list`)")
+    return value
+
+
+def gce_machine_type(value: str) -> str:
+    if not _GCE_NAME.match(value) or "-" not in value:
+        raise ValueError(f"{value!r} is not a machine type; give one such as n1-standard-2 or g4-standard-48")
+    return value
+
+
+def gce_image(value: str) -> str:
+    """`project/family` or an image name, as `gcloud compute images list` shows them."""
+    if not _GCE_IMAGE.match(value):
+        raise ValueError(f"{value!r} is not an image; give project/family such as ubuntu-os-cloud/ubuntu-2204-lts")
+    return value
+
+
+def accelerator(value: str) -> str:
+    """A GPU model key: GCE accelerator names are lower case with '-' (nvidia-tesla-t4)."""
+    if not _DNS_LABEL.match(value):
+        raise ValueError(f"{value!r} is not a GPU type; give an accelerator name such as nvidia-tesla-t4 "
+                         "(lower case, digits and '-')")
+    return value
+
+
+def image_reference(value: str) -> str:
+    """An image reference: [registry[:port]/]path[:tag][@sha256:digest], path in lower case."""
+    if len(value) > 255 or not _IMAGE.match(value):
+        raise ValueError(f"{value!r} is not an image reference; give one such as registry.example.com/team/app:1.0 "
+                         "(no spaces, no scheme, lower-case path)")
+    return value
+
+
+def registry(value: str) -> str:
+    """A registry mirror: host[:port] and an optional path, no scheme and no tag."""
+    if "://" in value:
+        raise ValueError(f"{value!r} has a scheme; give the host and path only, such as harbor.example.com/mirror")
+    if not _REGISTRY.match(value.rstrip("/")):
+        raise ValueError(f"{value!r} is not a registry; give host[:port][/path] such as harbor.example.com/mirror")
+    return value
+
+
+def linux_user(value: str) -> str:
+    if not _LINUX_USER.match(value):
+        raise ValueError(f"{value!r} is not a login name; use lower-case letters, digits, '_' or '-' (at most 32)")
+    return value
+
+
+def host_address(value: str) -> str:
+    """An IP address or a DNS name that SSH can dial."""
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    if len(value) > 253 or not _HOSTNAME.match(value):
+        raise ValueError(f"{value!r} is not an IP address or host name; give one such as 192.0.2.50")
+    return value
+
+
+def absolute_path(value: str) -> str:
+    if not value.startswith("/") or any(c.isspace() for c in value) or "/../" in f"{value}/":
+        raise ValueError(f"{value!r} is not an absolute path without spaces or '..'")
+    return value
+
+
+def pinned_chart(value: str, example: str, leading_v: bool) -> str:
+    """An exact chart version in the shape that chart's repository uses (with or without a leading 'v')."""
+    if not _SEMVER.match(value):
+        raise ValueError(f"{value!r} is not a pinned chart version; give an exact one such as {example}")
+    if value.startswith("v") != leading_v:
+        shape = "start with 'v'" if leading_v else "have no leading 'v'"
+        raise ValueError(f"{value!r}: this chart's versions {shape}, such as {example}")
+    return value
+
+
+def k3s_version(value: str) -> str:
+    if not _K3S_VERSION.match(value):
+        raise ValueError(f"{value!r} is not a k3s release; give one such as v1.36.2+k3s1")
+    return value
+
+
+def kubernetes_version(value: str) -> str:
+    if not _KUBERNETES_VERSION.match(value):
+        raise ValueError(f"{value!r} is not a Kubernetes server version; give what `kubectl version` prints, such "
+                         "as v1.35.6")
+    return value
+
+
+def gke_version(value: str) -> str:
+    """`1.35.` (the newest 1.35 patch the zone offers) or a full GKE version (`1.35.6-gke.1250000`)."""
+    if not _GKE_VERSION.match(value):
+        raise ValueError(f"{value!r} is not a GKE version; give a prefix such as 1.35. or a full version such as "
+                         "1.35.6-gke.1250000 (`gcloud container get-server-config`)")
+    return value
+
+
+def port(value: int) -> int:
+    if not 1 <= value <= 65535:
+        raise ValueError(f"{value} is not a TCP port; give one from 1 to 65535")
+    return value
+
+
+def finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    return value
+
+
+def cidrs(ranges: Sequence[str]) -> list[str]:
+    for cidr in ranges:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            raise ValueError(f"{cidr!r} is not a CIDR range such as 203.0.113.7/32") from None
+    return list(ranges)
+
+
+def covers_whole_internet(ranges: Iterable[str]) -> bool:
+    """True when the ranges together admit every IPv4 or every IPv6 address (0.0.0.0/1 + 128.0.0.0/1 too)."""
+    networks = [ipaddress.ip_network(r, strict=False) for r in ranges]
+    for version, everything in ((4, ipaddress.ip_network("0.0.0.0/0")), (6, ipaddress.ip_network("::/0"))):
+        collapsed = list(ipaddress.collapse_addresses(n for n in networks if n.version == version))
+        if everything in collapsed:
+            return True
+    return False

@@ -1,0 +1,367 @@
+"""A new user's bad inputs, as a table: each exits 2 with one line naming the full key and registers nothing.
+
+Every row runs `python -m components.plan` as a user would (through `main`). The valid edge cases at the end
+must still plan. `{tmp}` in a value is a scratch folder holding a binary file and a file that is not YAML.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from components.plan import main
+from tests.conftest import ROOT
+
+HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
+        "gpushare:host.privateKey=placeholder")  # fmt: skip
+KUBECONFIG_TEXT = "gpushare:cluster.kubeconfigPath=null"
+
+
+class Bad(NamedTuple):
+    stack: str
+    overrides: tuple[str, ...]
+    key: str
+    """The full key the one line must name."""
+
+
+def bad(stack: str, *overrides: str, key: str) -> Bad:
+    return Bad(stack, overrides, key)
+
+
+BAD = [
+    # --- the platform choice, and what belongs to it ---------------------------------------------------------
+    bad("gke", "gpushare:platform=eks", key="gpushare:platform"),
+    bad("gke", "gpushare:platform=null", key="gpushare:platform"),
+    bad("gke", "gpushare:platform=GKE", key="gpushare:platform"),
+    bad("gke", "gpushare:toolkit=gpu-operator", key="gpushare:toolkit"),
+    bad("gke", "gpushare:toolkit=host", key="gpushare:toolkit"),
+    bad("gke", "gpushare:sharing=hami", key="gpushare:sharing"),
+    bad("gke", "gpushare:sharing=mig", key="gpushare:sharing"),
+    bad("k3s", "gpushare:toolkit=gpu-operator", key="gpushare:toolkit"),
+    bad("k3s", "gpushare:toolkit=gke-managed", key="gpushare:toolkit"),
+    bad("k3s", "gpushare:sharing=kai", key="gpushare:sharing"),
+    bad("cluster", "gpushare:toolkit=gke-managed", key="gpushare:toolkit"),
+    bad("cluster", "gpushare:toolkit=none", key="gpushare:toolkit"),
+    bad("cluster", "gpushare:sharing=kai", key="gpushare:sharing"),
+    bad("gke", "gpushare:platfrom=gke", key="gpushare:platfrom"),
+    bad("gke", "gpushare:unknownKey=1", key="gpushare:unknownKey"),
+    bad("k3s", "gpushare:gke.zone=us-central1-a", key="gpushare:gke"),
+    bad("k3s", "gpushare:kai.queue=q", key="gpushare:kai"),
+    bad("k3s", "gpushare:isolator.namespace=iso", key="gpushare:isolator"),
+    bad("k3s", "gpushare:gpuOperator.version=v26.7.0", key="gpushare:gpuOperator"),
+    bad("k3s", "gpushare:cluster.kubernetesVersion=v1.35.6", key="gpushare:cluster"),
+    bad("gke", "gpushare:hami.version=2.9.0", key="gpushare:hami"),
+    bad("gke", "gpushare:vm.zone=us-central1-b", key="gpushare:vm"),
+    bad("gke", "gpushare:k3s.version=v1.36.2+k3s1", key="gpushare:k3s"),
+    bad("gke", "gpushare:host.address=192.0.2.50", key="gpushare:host"),
+    bad("gke", "gpushare:cluster.gpuNodes=[a]", key="gpushare:cluster"),
+    bad("gke", "gpushare:gpuOperator.cdiEnabled=true", key="gpushare:gpuOperator"),
+    bad("cluster", "gpushare:vm.zone=us-central1-b", key="gpushare:vm"),
+    bad("cluster", "gpushare:k3s.nodeName=n", key="gpushare:k3s"),
+    bad("cluster", "gpushare:isolator.version=1.1.0-chart", key="gpushare:isolator"),
+    bad("cluster", "gpushare:gkeCdi.kyverno=false", key="gpushare:gkeCdi"),
+    bad("cluster", "gpushare:toolkit=host", key="gpushare:gpuOperator"),
+    bad("k3s", *HOST[:1], *HOST[2:], key="gpushare:vm"),
+    bad("k3s", "gpushare:platform=existing-host", "gpushare:vm=null", key="gpushare:host"),
+    bad("cluster", "gpushare:cluster=null", key="gpushare:cluster"),
+    # --- keys that moved into the one GPU description --------------------------------------------------------
+    bad("gke", "gpushare:gke.gpuType=nvidia-l4", key="gpushare:gke.gpuType"),
+    bad("gke", "gpushare:gke.gpuCount=2", key="gpushare:gke.gpuCount"),
+    bad("gke", "gpushare:gke.gpuMemoryMiB=15000", key="gpushare:gke.gpuMemoryMiB"),
+    bad("k3s", "gpushare:vm.gpuType=nvidia-l4", key="gpushare:vm.gpuType"),
+    bad("k3s", "gpushare:vm.gpuMemoryMiB=1", key="gpushare:vm.gpuMemoryMiB"),
+    bad("cluster", "gpushare:cluster.gpuType=nvidia-tesla-t4", key="gpushare:cluster.gpuType"),
+    bad("cluster", "gpushare:cluster.gpusPerNode=2", key="gpushare:cluster.gpusPerNode"),
+    bad("cluster", "gpushare:cluster.gpuMemoryMiB=2", key="gpushare:cluster.gpuMemoryMiB"),
+    bad("k3s", *HOST, "gpushare:host.gpuType=nvidia-rtx-a6000", key="gpushare:host.gpuType"),
+    # --- unknown and mistyped keys -------------------------------------------------------------------------
+    bad("gke", "gpushare:verify.sliceMb=4096", key="gpushare:verify.sliceMb"),
+    bad("gke", "gpushare:gke.zones=us-central1-a", key="gpushare:gke.zones"),
+    bad("k3s", "gpushare:hami.versoin=2.9.0", key="gpushare:hami.versoin"),
+    bad("cluster", "gpushare:gpu.count=1", key="gpushare:gpu.count"),
+    bad("gke", "gpushare:gke.nodeCount=three", key="gpushare:gke.nodeCount"),
+    bad("gke", "gpushare:gke.nodeCount=0", key="gpushare:gke.nodeCount"),
+    bad("gke", "gpushare:gke.nodeCount=-1", key="gpushare:gke.nodeCount"),
+    bad("gke", "gpushare:gke.nodeCount=100000", key="gpushare:gke.nodeCount"),
+    bad("gke", "gpushare:gke.spot=maybe", key="gpushare:gke.spot"),
+    bad("gke", "gpushare:verify=[1, 2]", key="gpushare:verify"),
+    bad("gke", "gpushare:gke=5", key="gpushare:gke"),
+    bad("gke", "gpushare:verify.enabled=perhaps", key="gpushare:verify.enabled"),
+    # --- GKE names, zones, versions -------------------------------------------------------------------------
+    bad("gke", 'gpushare:gke.zone=""', key="gpushare:gke.zone"),
+    bad("gke", "gpushare:gke.zone=us-central1", key="gpushare:gke.zone"),
+    bad("gke", "gpushare:gke.zone=US-CENTRAL1-A", key="gpushare:gke.zone"),
+    bad("gke", "gpushare:gke.zone=mars", key="gpushare:gke.zone"),
+    bad("gke", "gpushare:gke.clusterName=Kai_Cluster", key="gpushare:gke.clusterName"),
+    bad("gke", 'gpushare:gke.clusterName=""', key="gpushare:gke.clusterName"),
+    bad("gke", "gpushare:gke.clusterName=1cluster", key="gpushare:gke.clusterName"),
+    bad("gke", "gpushare:gke.clusterName=" + "a" * 41, key="gpushare:gke.clusterName"),
+    bad("gke", "gpushare:gke.clusterName=cluster-", key="gpushare:gke.clusterName"),
+    bad("gke", "gpushare:gke.kubernetesVersion=latest", key="gpushare:gke.kubernetesVersion"),
+    bad("gke", 'gpushare:gke.kubernetesVersion="1.35"', key="gpushare:gke.kubernetesVersion"),
+    bad("gke", "gpushare:gke.kubernetesVersion=v1.35.6", key="gpushare:gke.kubernetesVersion"),
+    bad("gke", 'gpushare:gke.kubernetesVersion=""', key="gpushare:gke.kubernetesVersion"),
+    bad("gke", 'gpushare:gke.kubernetesVersion="1.20."', key="gpushare:gke.kubernetesVersion"),
+    bad("gke", "gpushare:gke.machineType=n1 standard", key="gpushare:gke.machineType"),
+    bad("gke", 'gpushare:gke.machineType=""', key="gpushare:gke.machineType"),
+    bad("gke", "gpushare:gke.gpuDriverVersion=INSTALLED", key="gpushare:gke.gpuDriverVersion"),
+    # --- the cards ------------------------------------------------------------------------------------------
+    bad("gke", "gpushare:gpu.type=nvidia-tesla-p100", key="gpushare:gpu.memoryMiB"),
+    bad("gke", "gpushare:gpu.type=NVIDIA T4", key="gpushare:gpu.type"),
+    bad("gke", 'gpushare:gpu.type=""', key="gpushare:gpu.type"),
+    bad("gke", "gpushare:gpu.memoryMiB=0", key="gpushare:gpu.memoryMiB"),
+    bad("gke", "gpushare:gpu.memoryMiB=-5", key="gpushare:gpu.memoryMiB"),
+    bad("gke", "gpushare:gpu.memoryMiB=lots", key="gpushare:gpu.memoryMiB"),
+    bad("gke", "gpushare:gpu.perNode=0", key="gpushare:gpu.perNode"),
+    bad("gke", "gpushare:gpu.perNode=17", key="gpushare:gpu.perNode"),
+    bad("k3s", "gpushare:gpu.perNode=2", key="gpushare:gpu.perNode"),
+    bad("cluster", "gpushare:gpu.memoryMiB=1.5", key="gpushare:gpu.memoryMiB"),
+    # --- KAI, the isolator, the GKE workarounds -------------------------------------------------------------
+    bad("gke", "gpushare:kai.version=latest", key="gpushare:kai.version"),
+    bad("gke", "gpushare:kai.version=0.17.0", key="gpushare:kai.version"),
+    bad("gke", 'gpushare:kai.version=""', key="gpushare:kai.version"),
+    bad("gke", "gpushare:kai.cdiEnabled=true", key="gpushare:kai.cdiEnabled"),
+    bad("gke", 'gpushare:kai.cdiEnabled="yes"', key="gpushare:kai.cdiEnabled"),
+    bad("gke", "gpushare:kai.namespace=KAI", key="gpushare:kai.namespace"),
+    bad("gke", "gpushare:kai.queue=Default_Queue", key="gpushare:kai.queue"),
+    bad("gke", 'gpushare:kai.parentQueue=""', key="gpushare:kai.parentQueue"),
+    bad("gke", "gpushare:kai.queue=" + "q" * 64, key="gpushare:kai.queue"),
+    bad("gke", "gpushare:isolator.version=v1.1.0-chart", key="gpushare:isolator.version"),
+    bad("gke", "gpushare:isolator.version=latest", key="gpushare:isolator.version"),
+    bad("gke", "gpushare:isolator.namespace=kai resource", key="gpushare:isolator.namespace"),
+    bad("gke", "gpushare:isolator.containerVgpuMount=relative/path", key="gpushare:isolator.containerVgpuMount"),
+    bad("gke", "gpushare:isolator.librarySyncPriorityClass=System_Node",
+        key="gpushare:isolator.librarySyncPriorityClass"),
+    bad("gke", "gpushare:isolator.monitorPriorityClass=bad class", key="gpushare:isolator.monitorPriorityClass"),
+    bad("gke", "gpushare:gkeCdi.kyvernoVersion=v3.8.2", key="gpushare:gkeCdi.kyvernoVersion"),
+    bad("gke", 'gpushare:gkeCdi.kyvernoVersion="3.8"', key="gpushare:gkeCdi.kyvernoVersion"),
+    bad("gke", "gpushare:gkeCdi.kyvernoNamespace=Kyverno", key="gpushare:gkeCdi.kyvernoNamespace"),
+    bad("gke", "gpushare:gkeCdi.runtimeClassHandler=Run_C", key="gpushare:gkeCdi.runtimeClassHandler"),
+    bad("gke", "gpushare:gkeCdi.nvidiaInstallDir=home/kubernetes", key="gpushare:gkeCdi.nvidiaInstallDir"),
+    bad("gke", "gpushare:gkeCdi.kyverno=sometimes", key="gpushare:gkeCdi.kyverno"),
+    # --- the proof ------------------------------------------------------------------------------------------
+    bad("gke", "gpushare:verify.namespace=Proof_NS", key="gpushare:verify.namespace"),
+    bad("gke", 'gpushare:verify.namespace=""', key="gpushare:verify.namespace"),
+    bad("gke", "gpushare:verify.namespace=" + "n" * 64, key="gpushare:verify.namespace"),
+    bad("gke", 'gpushare:verify.podPrefix=""', key="gpushare:verify.podPrefix"),
+    bad("gke", "gpushare:verify.podPrefix=Upper", key="gpushare:verify.podPrefix"),
+    bad("gke", "gpushare:verify.podPrefix=" + "p" * 62, key="gpushare:verify.podPrefix"),
+    bad("gke", "gpushare:verify.podPrefix=" + "p" * 70, key="gpushare:verify.podPrefix"),
+    bad("gke", "gpushare:verify.podPrefix=pod prefix", key="gpushare:verify.podPrefix"),
+    bad("gke", "gpushare:verify.sliceMiB=999999", key="gpushare:verify.sliceMiB"),
+    bad("gke", "gpushare:verify.sliceMiB=8000", key="gpushare:verify.sliceMiB"),
+    bad("gke", "gpushare:verify.sliceMiB=0", key="gpushare:verify.sliceMiB"),
+    bad("gke", "gpushare:verify.sliceMiB=-1", key="gpushare:verify.sliceMiB"),
+    bad("gke", "gpushare:verify.coresPercent=30", key="gpushare:verify.coresPercent"),
+    bad("gke", "gpushare:verify.probeImage=my image", key="gpushare:verify.probeImage"),
+    bad("gke", 'gpushare:verify.probeImage=""', key="gpushare:verify.probeImage"),
+    bad("gke", "gpushare:verify.smiImage=https://nvcr.io/nvidia/cuda", key="gpushare:verify.smiImage"),
+    bad("gke", "gpushare:verify.holdGiB=.inf", key="gpushare:verify.holdGiB"),
+    bad("gke", "gpushare:verify.holdGiB=.nan", key="gpushare:verify.holdGiB"),
+    bad("gke", "gpushare:verify.holdGiB=0", key="gpushare:verify.holdGiB"),
+    bad("gke", "gpushare:verify.holdGiB=5", key="gpushare:verify.holdGiB"),
+    bad("gke", "gpushare:verify.extraGiB=0.5", key="gpushare:verify.extraGiB"),
+    bad("gke", "gpushare:verify.extraGiB=-1", key="gpushare:verify.extraGiB"),
+    bad("gke", "gpushare:verify.extraGiB=.inf", key="gpushare:verify.extraGiB"),
+    bad("gke", "gpushare:verify.sweepGiB=[]", key="gpushare:verify.sweepGiB"),
+    bad("gke", "gpushare:verify.sweepGiB=[-1]", key="gpushare:verify.sweepGiB"),
+    bad("gke", "gpushare:verify.sweepGiB=[1, 2]", key="gpushare:verify.sweepGiB"),
+    bad("gke", "gpushare:verify.sweepGiB=[.inf]", key="gpushare:verify.sweepGiB"),
+    bad("gke", "gpushare:verify.holdSeconds=0", key="gpushare:verify.holdSeconds"),
+    bad("gke", "gpushare:verify.computeSeconds=1", key="gpushare:verify.computeSeconds"),
+    bad("gke", "gpushare:verify.deadlineSeconds=10", key="gpushare:verify.deadlineSeconds"),
+    bad("gke", 'gpushare:verify.runId=""', key="gpushare:verify.runId"),
+    bad("gke", "gpushare:verify.failOnViolation=sometimes", key="gpushare:verify.failOnViolation"),
+    bad("gke", "gpushare:imageRegistry=my registry", key="gpushare:imageRegistry"),
+    bad("gke", "gpushare:imageRegistry=https://harbor.example.com", key="gpushare:imageRegistry"),
+    bad("cluster", "gpushare:verify.coresPercent=0", key="gpushare:verify.coresPercent"),
+    bad("cluster", "gpushare:verify.coresPercent=101", key="gpushare:verify.coresPercent"),
+    bad("cluster", "gpushare:verify.sliceMiB=7681", key="gpushare:verify.sliceMiB"),
+    bad("k3s", "gpushare:verify.overcommitMiB=80000", key="gpushare:verify.overcommitMiB"),
+    bad("k3s", "gpushare:verify.overcommitMiB=120000", key="gpushare:verify.overcommitMiB"),
+    bad("k3s", "gpushare:verify.sliceMiB=60000", key="gpushare:verify.sliceMiB"),
+    bad("k3s", "gpushare:verify.extraGiB=1", key="gpushare:verify.extraGiB"),
+    bad("k3s", "gpushare:verify.sweepGiB=[2, 3]", key="gpushare:verify.sweepGiB"),
+    bad("k3s", "gpushare:verify.holdGiB=8", key="gpushare:verify.holdGiB"),
+    # --- the k3s VM and k3s ----------------------------------------------------------------------------------
+    bad("k3s", "gpushare:vm.zone=us-central1", key="gpushare:vm.zone"),
+    bad("k3s", 'gpushare:vm.zone=""', key="gpushare:vm.zone"),
+    bad("k3s", "gpushare:vm.machineType=G4", key="gpushare:vm.machineType"),
+    bad("k3s", "gpushare:vm.allowedSourceRanges=[]", key="gpushare:vm.allowedSourceRanges"),
+    bad("k3s", "gpushare:vm.allowedSourceRanges=[0.0.0.0/0]", key="gpushare:vm.allowedSourceRanges"),
+    bad("k3s", "gpushare:vm.allowedSourceRanges=[0.0.0.0/1, 128.0.0.0/1]", key="gpushare:vm.allowedSourceRanges"),
+    bad("k3s", "gpushare:vm.allowedSourceRanges=['::/0']", key="gpushare:vm.allowedSourceRanges"),
+    bad("k3s", "gpushare:vm.allowedSourceRanges=[my-laptop]", key="gpushare:vm.allowedSourceRanges"),
+    bad("k3s", "gpushare:vm.allowedSourceRanges=[300.1.1.1/32]", key="gpushare:vm.allowedSourceRanges"),
+    bad("k3s", "gpushare:vm.bootDiskGiB=10", key="gpushare:vm.bootDiskGiB"),
+    bad("k3s", "gpushare:vm.image=ubuntu 22.04", key="gpushare:vm.image"),
+    bad("k3s", "gpushare:vm.network=My_Net", key="gpushare:vm.network"),
+    bad("k3s", "gpushare:vm.sshUser=Root User", key="gpushare:vm.sshUser"),
+    bad("k3s", "gpushare:vm.spot=perhaps", key="gpushare:vm.spot"),
+    bad("k3s", "gpushare:vm.allowWorldOpen=maybe", key="gpushare:vm.allowWorldOpen"),
+    bad("k3s", "gpushare:k3s.version=latest", key="gpushare:k3s.version"),
+    bad("k3s", "gpushare:k3s.version=v1.36.2", key="gpushare:k3s.version"),
+    bad("k3s", 'gpushare:k3s.version=""', key="gpushare:k3s.version"),
+    bad("k3s", "gpushare:k3s.nodeName=gpu node", key="gpushare:k3s.nodeName"),
+    bad("k3s", "gpushare:k3s.nodeName=GPU", key="gpushare:k3s.nodeName"),
+    bad("k3s", 'gpushare:k3s.nodeName=""', key="gpushare:k3s.nodeName"),
+    bad("k3s", "gpushare:k3s.driverPackage=nvidia open", key="gpushare:k3s.driverPackage"),
+    # --- HAMi -----------------------------------------------------------------------------------------------
+    bad("k3s", "gpushare:hami.version=2.8.0", key="gpushare:hami.version"),
+    bad("k3s", "gpushare:hami.version=latest", key="gpushare:hami.version"),
+    bad("k3s", "gpushare:hami.version=v2.9.0", key="gpushare:hami.version"),
+    bad("k3s", "gpushare:hami.namespace=Kube_System", key="gpushare:hami.namespace"),
+    bad("k3s", "gpushare:hami.schedulerImageTag=v1.35.6", key="gpushare:hami.schedulerImageTag"),
+    bad("k3s", "gpushare:hami.schedulerImageTag=latest", key="gpushare:hami.schedulerImageTag"),
+    bad("k3s", "gpushare:hami.deviceSplitCount=1", key="gpushare:hami.deviceSplitCount"),
+    bad("k3s", "gpushare:hami.deviceSplitCount=2", key="gpushare:hami.deviceSplitCount"),
+    bad("k3s", "gpushare:hami.deviceSplitCount=0", key="gpushare:hami.deviceSplitCount"),
+    bad("k3s", "gpushare:hami.nodeLabel={}", key="gpushare:hami.nodeLabel"),
+    bad("k3s", "gpushare:hami.nodeLabel={gpu: o n}", key="gpushare:hami.nodeLabel"),
+    bad("k3s", "gpushare:hami.nodeLabel={GPU pool: on}", key="gpushare:hami.nodeLabel"),
+    bad("k3s", "gpushare:hami.runtimeClassName=nvidia-legacy", key="gpushare:hami.runtimeClassName"),
+    bad("k3s", "gpushare:hami.runtimeClassName=Bad Name", key="gpushare:hami.runtimeClassName"),
+    bad("k3s", "gpushare:hami.waitTimeoutSeconds=0", key="gpushare:hami.waitTimeoutSeconds"),
+    bad("cluster", "gpushare:hami.runtimeClassName=nvidia", key="gpushare:hami.runtimeClassName"),
+    bad("cluster", "gpushare:hami.schedulerImageTag=v1.36.2", key="gpushare:hami.schedulerImageTag"),
+    bad("cluster", "gpushare:hami.deviceSplitCount=2", key="gpushare:hami.deviceSplitCount"),
+    bad("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null", "gpushare:hami.runtimeClassName=nvidia-legacy",
+        key="gpushare:hami.runtimeClassName"),
+    # --- an existing host -----------------------------------------------------------------------------------
+    bad("k3s", *HOST, "gpushare:host.address=gpu host", key="gpushare:host.address"),
+    bad("k3s", *HOST, 'gpushare:host.address=""', key="gpushare:host.address"),
+    bad("k3s", *HOST, "gpushare:host.port=0", key="gpushare:host.port"),
+    bad("k3s", *HOST, "gpushare:host.port=70000", key="gpushare:host.port"),
+    bad("k3s", *HOST, "gpushare:host.user=Admin", key="gpushare:host.user"),
+    bad("k3s", *HOST, "gpushare:host.privateKey=null", key="gpushare:host.privateKey"),
+    bad("k3s", *HOST, "gpushare:host.privateKey=5", key="gpushare:host.privateKey"),
+    bad("k3s", *HOST, "gpushare:gpu.type=nvidia-l40s", key="gpushare:gpu.memoryMiB"),
+    bad("k3s", *HOST, "gpushare:vm.zone=us-central1-b", key="gpushare:vm"),
+    # --- an existing cluster ---------------------------------------------------------------------------------
+    bad("cluster", "gpushare:cluster.kubeconfigPath=does/not/exist.yaml", key="gpushare:cluster.kubeconfigPath"),
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}/binary.bin", key="gpushare:cluster.kubeconfigPath"),
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}/not-yaml.txt", key="gpushare:cluster.kubeconfigPath"),
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}", key="gpushare:cluster.kubeconfigPath"),
+    bad("cluster", KUBECONFIG_TEXT, "gpushare:cluster.kubeconfig=just: text", key="gpushare:cluster.kubeconfig"),
+    bad("cluster", "gpushare:cluster.kubeconfig=apiVersion: v1", key="gpushare:cluster"),
+    bad("cluster", KUBECONFIG_TEXT, key="gpushare:cluster"),
+    bad("cluster", "gpushare:cluster.context=prod", key="gpushare:cluster.context"),
+    bad("cluster", 'gpushare:cluster.context=""', key="gpushare:cluster.context"),
+    bad("cluster", "gpushare:cluster.kubernetesVersion=latest", key="gpushare:cluster.kubernetesVersion"),
+    bad("cluster", "gpushare:cluster.kubernetesVersion=1.35.6", key="gpushare:cluster.kubernetesVersion"),
+    bad("cluster", "gpushare:cluster.gpuNodes=[]", key="gpushare:cluster.gpuNodes"),
+    bad("cluster", "gpushare:cluster.gpuNodes=[Node-1]", key="gpushare:cluster.gpuNodes"),
+    bad("cluster", "gpushare:cluster.gpuNodes=[gpu node]", key="gpushare:cluster.gpuNodes"),
+    bad("cluster", "gpushare:cluster.gpuNodes=[node, node]", key="gpushare:cluster.gpuNodes"),
+    bad("cluster", "gpushare:gpuOperator.version=26.7.0", key="gpushare:gpuOperator.version"),
+    bad("cluster", "gpushare:gpuOperator.version=latest", key="gpushare:gpuOperator.version"),
+    bad("cluster", "gpushare:gpuOperator.namespace=GPU", key="gpushare:gpuOperator.namespace"),
+    bad("cluster", "gpushare:gpuOperator.devicePluginEnabled=true", key="gpushare:gpuOperator.devicePluginEnabled"),
+    bad("cluster", "gpushare:gpuOperator.driverEnabled=maybe", key="gpushare:gpuOperator.driverEnabled"),
+    # --- `-c` values that are not valid YAML, or not where they can go --------------------------------------
+    bad("gke", "gpushare:verify=[1", key="gpushare:verify"),
+    bad("gke", "gpushare:gke.zone={a", key="gpushare:gke.zone"),
+    bad("gke", "gpushare:verify.podPrefix='unclosed", key="gpushare:verify.podPrefix"),
+    bad("gke", "novalue", key="novalue"),
+    bad("gke", "gpushare:verify.sliceMiB.x=1", key="gpushare:verify.sliceMiB.x"),
+    bad("nostack", key="Pulumi.nostack.yaml"),
+]  # fmt: skip
+
+GOOD = [
+    ("gke", "gpushare:gke.zone=northamerica-northeast1-a"),
+    ("gke", "gpushare:gke.clusterName=k" + "a" * 39),
+    ("gke", "gpushare:gke.kubernetesVersion=1.35.6-gke.1250000"),
+    ("gke", "gpushare:gke.kubernetesVersion=1.36."),
+    ("gke", "gpushare:verify.podPrefix=" + "p" * 61),
+    ("gke", "gpushare:verify.namespace=" + "n" * 63),
+    ("gke", "gpushare:verify.holdGiB=4"),  # 4096 MiB fits the 4147 MiB KAI quota
+    ("gke", "gpushare:verify.sweepGiB=[4.1]"),
+    ("gke", "gpushare:imageRegistry=registry.example.internal:5000/mirror"),
+    ("gke", "gpushare:verify.probeImage=ghcr.io/org/python@sha256:" + "a" * 64),
+    ("gke", "gpushare:gpu.type=nvidia-tesla-p100", "gpushare:gpu.memoryMiB=16384"),
+    ("gke", "gpushare:toolkit=gke-managed", "gpushare:sharing=kai"),
+    ("gke", "gpushare:gpu.perNode=4"),
+    ("k3s", "gpushare:vm.allowedSourceRanges=[0.0.0.0/1, 128.0.0.0/1]", "gpushare:vm.allowWorldOpen=true"),
+    ("k3s", "gpushare:vm.allowedSourceRanges=['2001:db8::/32', 203.0.113.7/32]"),
+    ("k3s", "gpushare:k3s.nodeName=gpu-1.example.com"),
+    ("k3s", "gpushare:hami.deviceSplitCount=3"),
+    ("k3s", "gpushare:verify.holdGiB=7.5"),
+    ("k3s", "gpushare:toolkit=host", "gpushare:sharing=hami"),
+    ("k3s", *HOST, "gpushare:host.privateKey={secure: v1:abcdef}"),
+    ("k3s", *HOST, "gpushare:host.port=2222", "gpushare:host.user=admin", "gpushare:host.address=gpu-host.lan"),
+    ("k3s", *HOST, "gpushare:gpu.type=nvidia-rtx-a6000", "gpushare:gpu.perNode=2"),
+    ("cluster", KUBECONFIG_TEXT, "gpushare:cluster.kubeconfig={secure: v1:abcdef}"),
+    ("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null"),
+    ("cluster", "gpushare:gpu.perNode=8"),
+    ("cluster", "gpushare:cluster.gpuNodes=[gpu-a, gpu-b.lan]"),
+    ("cluster", "gpushare:cluster.kubernetesVersion=v1.35.6-eks-abc"),
+    ("cluster", "gpushare:hami.schedulerImageTag=v1.35.6"),
+    ("cluster", "gpushare:verify.sliceMiB=7680", "gpushare:verify.holdGiB=6", "gpushare:verify.sweepGiB=[4, 8]"),
+    ("cluster", "gpushare:hami.nodeLabel={example.com/gpu-pool: shared}"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("inputs")
+    (folder / "binary.bin").write_bytes(bytes(range(256)) * 4)
+    (folder / "not-yaml.txt").write_text("clusters: [\n  - {name: a\n")
+    return folder
+
+
+def _argv(stack: str, overrides: tuple[str, ...], tmp: Path) -> list[str]:
+    argv = [stack]
+    for item in overrides:
+        argv += ["-c", item.replace("{tmp}", str(tmp))]
+    return argv
+
+
+def test_the_table_holds_at_least_150_bad_inputs_across_the_stacks() -> None:
+    assert len(BAD) >= 150
+    assert {row.stack for row in BAD} >= {"gke", "k3s", "cluster"}
+
+
+@pytest.mark.parametrize("row", BAD, ids=[f"{r.stack}:{' '.join(r.overrides)[:60]}" for r in BAD])
+def test_bad_input_is_refused_in_one_line_naming_the_key(row: Bad, scratch: Path, capsys) -> None:
+    code = main(_argv(row.stack, row.overrides, scratch))
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == "", "a refused config must print no resource"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, f"more than one line: {err[:500]}"
+    assert lines[0].startswith("error: ") and row.key in lines[0], lines[0]
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("row", GOOD, ids=[" ".join(r)[:80] for r in GOOD])
+def test_valid_edge_case_still_plans(row: tuple[str, ...], scratch: Path, capsys) -> None:
+    stack, *overrides = row
+    assert main(_argv(stack, tuple(overrides), scratch)) == 0, capsys.readouterr().err
+    capsys.readouterr()
+
+
+STACK_FILES = [
+    ("invalid YAML", "config:\n  gpushare:platform: [gke\n", "Pulumi.broken.yaml"),
+    ("config written as a list", "config:\n  - gpushare:platform: gke\n", "config:"),
+    ("a file that is a list", "- config\n", "Pulumi.broken.yaml"),
+    ("tabs for indentation", "config:\n\tgpushare:platform: gke\n", "Pulumi.broken.yaml"),
+]
+
+
+@pytest.mark.parametrize(("what", "text", "named"), STACK_FILES, ids=[s[0] for s in STACK_FILES])
+def test_a_broken_stack_file_is_refused_in_one_line(what: str, text: str, named: str, tmp_path: Path,
+                                                    capsys) -> None:
+    (tmp_path / "Pulumi.broken.yaml").write_text(text)
+    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
+    assert main(["broken", "--root", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and named in err, err
+
+
+def test_a_binary_stack_file_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "Pulumi.broken.yaml").write_bytes(b"\xff\xfe\x00config")
+    assert main(["broken", "--root", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Pulumi.broken.yaml" in err and len(err.strip().splitlines()) == 1
