@@ -15,6 +15,7 @@ from components.gpu.gke_native import mps_proof, native_slice_request, time_shar
 from components.incluster import judge
 from components.incluster.expectation import Expectation
 from components.plan import Plan, read_stack_config
+from components.plan_view import text
 from tests.conftest import STACKS
 from tests.helpers.recorded import load
 
@@ -272,3 +273,12 @@ def test_overcommit_rejected_fails_when_the_node_took_a_client_too_many() -> Non
     evidence["pods"]["hami-oversubscribe"].update(phase="Running", nodeName="gke-node-1", events=[])
     result = _overcommit(expect, evidence)
     assert result["passed"] is False and "was scheduled" in result["observed"]
+
+
+@pytest.mark.parametrize(("stack", "strategy", "ipc"),
+                         [("gke-mps", "MPS", True), ("gke-time-sharing", "TIME_SHARING", False)])
+def test_offline_plan_view_shows_the_pools_sharing_and_what_the_pods_select(stack, strategy, ipc, plan_stack) -> None:
+    view = text.render(plan_stack(stack))
+    assert f"shared by {strategy} among 2 clients per GPU" in view
+    assert view.count(f"node selector: {STRATEGY}={stack.removeprefix('gke-')}, {CLIENTS}=2") == 3
+    assert view.count("host IPC: yes") == (3 if ipc else 0)

@@ -35,7 +35,10 @@ def _accelerators(accelerators: list[dict[str, Any]] | None) -> str:
     parts = []
     for acc in accelerators or []:
         driver = (acc.get("gpuDriverInstallationConfig") or {}).get("gpuDriverVersion")
-        parts.append(f"{acc.get('count', 1)} × {acc.get('type')}" + (f", driver {driver}" if driver else ""))
+        sharing = acc.get("gpuSharingConfig") or {}
+        parts.append(f"{acc.get('count', 1)} × {acc.get('type')}" + (f", driver {driver}" if driver else "")
+                     + (f", shared by {sharing.get('gpuSharingStrategy')} among"
+                        f" {sharing.get('maxSharedClientsPerGpu')} clients per GPU" if sharing else ""))
     return "; ".join(parts) or "none"
 
 
@@ -110,6 +113,10 @@ def pod(i: dict[str, Any]) -> list[Field]:
               ("resources", "\n".join(resources) or "none")]
     if quotas:
         fields.append(("annotations", _pairs(quotas)))
+    if spec.get("nodeSelector"):
+        fields.append(("node selector", _pairs(spec["nodeSelector"])))
+    if spec.get("hostIPC"):
+        fields.append(("host IPC", "yes"))
     return fields
 
 
