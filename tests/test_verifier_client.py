@@ -282,3 +282,21 @@ def test_everything_that_runs_in_pods_imports_only_the_standard_library() -> Non
                     path,
                     root,
                 )
+
+
+def test_verifier_gives_pod_level_tries_a_bounded_wait_and_reports_one_that_never_ran(
+    tmp_path: Path, serve: Any
+) -> None:
+    expect, evidence = load("k3s")
+    expect["podTries"] = [{"id": "cuda-disable-control", "pod": "hami-share-try-cuda-disable-control",
+                           "tried": "a Pod setting CUDA_DISABLE_CONTROL=true"}]  # fmt: skip
+    evidence["pods"]["hami-share-try-cuda-disable-control"] = {
+        "phase": "Pending", "nodeName": None, "annotations": {}, "logs": "", "events": [],
+        "resources": {"limits": {}}, "containerStatuses": [],
+    }  # fmt: skip
+    clock = FakeClock()
+    rc, verdict = run_verifier(tmp_path, serve(FakeApi(expect, evidence)), expect, clock)
+    assert rc == 0 and verdict["passed"] is True  # a try never changes the verdict
+    assert 30 + 120 <= clock.now < 30 + 120 + 10  # the over-commit grace, then the tries' grace, not the deadline
+    found = next(f for f in verdict["findings"] if f["id"] == "cuda-disable-control")
+    assert found["bypassed"] is None and "phase Pending" in found["why"]

@@ -115,8 +115,9 @@ def _same_gpu(ev: Evidence) -> Judgement:
             problems.append(f"Pod {name} reported no GPU UUID{probe_error(r)}")
             continue
         # A privileged container sees every card: device 0 of a multi-GPU node is not the one it was given.
+        # Unset (GKE's device plugin mounts device nodes instead) says nothing either way.
         visible = str((r.get("env") or {}).get("NVIDIA_VISIBLE_DEVICES") or "")
-        if uuids[name] not in visible.split(","):
+        if visible and uuids[name] not in visible.split(","):
             problems.append(
                 f"Pod {name}: NVIDIA_VISIBLE_DEVICES={visible or '(unset)'} does not name {uuids[name]},"
                 " so the card it measured is not shown to be the one it was given"
