@@ -18,6 +18,7 @@ import argparse
 import contextvars
 import heapq
 import json
+import os
 import runpy
 import sys
 from dataclasses import dataclass, field
@@ -304,13 +305,18 @@ def main(argv: list[str] | None = None) -> int:
     from components.plan_view import golden, markdown, mermaid, text
 
     if args.json:
-        print(plan.to_json())
+        shown = plan.to_json()
     elif args.markdown:
-        print(markdown.render(plan, golden=golden.golden_plan(args.stack)))
+        shown = markdown.render(plan, golden=golden.golden_plan(args.stack))
     elif args.mermaid:
-        print(mermaid.render(plan))
+        shown = mermaid.render(plan)
     else:
-        print(text.render(plan))
+        shown = text.render(plan)
+    try:
+        print(shown, flush=True)
+    except BrokenPipeError:
+        # A reader that stops early (`| head`) is no error; stdout goes to devnull so exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

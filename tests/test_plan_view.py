@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from components.plan_view import markdown, mermaid, text
 from components.plan_view.golden import golden_plan
 from components.plan_view.graph import AFTER_SHOWN, Graph
 from components.plan_view.unknowns import mask, unknown_paths
-from tests.conftest import STACKS
+from tests.conftest import ROOT, STACKS
 
 EXISTING_HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
                  "gpushare:host.privateKey=placeholder")
@@ -282,6 +284,13 @@ def test_cli_prints_markdown_and_mermaid(flag: str, capsys) -> None:
     assert main(["k3s", flag]) == 0
     out = capsys.readouterr().out
     assert out.startswith("### Offline plan of `k3s`" if flag == "--markdown" else "flowchart ")
+
+
+def test_cli_stops_quietly_when_its_reader_stops_early() -> None:
+    pipeline = subprocess.run(f"{sys.executable} -m components.plan gke | head -1", shell=True, cwd=ROOT,
+                              capture_output=True, text=True, check=False)
+    assert pipeline.stdout.startswith("stack gke:")
+    assert "Traceback" not in pipeline.stderr and "BrokenPipe" not in pipeline.stderr
 
 
 def test_cli_takes_one_view_at_a_time(capsys) -> None:
