@@ -42,7 +42,8 @@ MPS_NOTES = (
 )
 TIME_SHARING_NOTES = (
     "GKE's time-sharing enforces no memory or compute limit: each Pod sees the whole card and may take all of it, "
-    "and the driver switches between the Pods' contexts; memory-enforced and compute-limited fail by design.",
+    "and the driver switches between the Pods' contexts; memory-enforced, neighbor-isolation and compute-limited "
+    "fail by design.",
 )
 
 
