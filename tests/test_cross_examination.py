@@ -207,3 +207,20 @@ def test_monitor_metrics_fails_on_series_of_another_card() -> None:
     evidence["metrics"][node] = evidence["metrics"][node].replace("GPU-9acc8878", "GPU-0000dead")
     failed = check(expect, evidence, "monitor-metrics")
     assert failed["passed"] is False and "on GPU-9acc8878-3967-5fb4-c534-43d6fd820fa6" in failed["observed"]
+
+
+def _per_shape(r: dict[str, Any]) -> None:
+    """The compute probe's per-shape form: a share per kernel shape, the judged one named, a window per shape."""
+    r.update(judged_shape="short_many", window_s=20, share={"short_many": r["ratio"]["many_blocks"], "few_long": 0.98},
+             shapes={"short_many": {"window_s": 20, "warmup_s": 3.0}, "few_long": {"window_s": 20, "warmup_s": 3.0}})
+    del r["ratio"], r["seconds"]
+
+
+def test_compute_limited_reads_the_judged_shapes_share_and_its_window() -> None:
+    expect, evidence = load("cluster")
+    for pod in expect.pods:
+        edit_probe(evidence, pod, _per_shape, probe="compute")
+    assert check(expect, evidence, "compute-limited")["passed"] is True
+    edit_probe(evidence, "gpu-slice-a", lambda r: r["shapes"]["short_many"].update(window_s=4), probe="compute")
+    failed = check(expect, evidence, "compute-limited")
+    assert failed["passed"] is False and "a 4 s window is too short" in failed["observed"]

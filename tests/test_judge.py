@@ -309,7 +309,7 @@ def test_compute_limited_fails_without_a_baseline() -> None:
     expect, evidence = load("cluster")
     edit_probe(evidence, "gpu-slice-b", lambda r: r.update(ratio=None, baseline=None), probe="compute")
     failed = check(judge.judge(expect, evidence), "compute-limited")
-    assert failed["passed"] is False and "no throughput ratio" in failed["observed"]
+    assert failed["passed"] is False and "no share of an unlimited baseline" in failed["observed"]
 
 
 def test_a_missing_proof_pod_fails_every_check_with_the_reason() -> None:
