@@ -160,6 +160,13 @@ def test_node_patch_shows_the_labels_it_sets(plan_stack) -> None:
     assert "node: node" in patch and "labels: gpu=on" in patch
 
 
+def test_gate_job_shows_what_it_waits_for_and_its_limits(plan_stack) -> None:
+    gate = _block(text.render(plan_stack("cluster")), "gpu-operator-ready-job")
+    assert "GATE_PATH=/apis/nvidia.com/v1/clusterpolicies/cluster-policy" in gate
+    assert "GATE_READY=status.state=ready" in gate
+    assert re.search(r"limits: \d+ s, 1 try$", gate, re.M)
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_text_view_leaves_out_scripts_and_probe_sources(stack: str, plan_stack) -> None:
     shown = text.render(plan_stack(stack))

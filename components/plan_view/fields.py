@@ -120,6 +120,25 @@ def pod(i: dict[str, Any]) -> list[Field]:
     return fields
 
 
+def _tries(count: int) -> str:
+    return f"{count} try" if count == 1 else f"{count} tries"
+
+
+def job(i: dict[str, Any]) -> list[Field]:
+    spec = i.get("spec") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    runs = "\n".join(" ".join(c.get("command") or [c.get("image", "")]) for c in containers)
+    env = {e["name"]: e["value"] for c in containers for e in c.get("env") or [] if isinstance(e.get("value"), str)}
+    fields = [("job", _text(object_name(i))), ("runs", runs or "the image's command")]
+    if env:
+        fields.append(("env", "\n".join(f"{k}={v}" for k, v in env.items())))
+    limits = [f"{spec['activeDeadlineSeconds']} s" if "activeDeadlineSeconds" in spec else "",
+              _tries(spec["backoffLimit"] + 1) if "backoffLimit" in spec else ""]
+    if any(limits):
+        fields.append(("limits", ", ".join(x for x in limits if x)))
+    return fields
+
+
 def node_patch(i: dict[str, Any]) -> list[Field]:
     meta = i.get("metadata") or {}
     return [("node", _text(meta.get("name"))), ("labels", _pairs(meta.get("labels")))]
@@ -176,6 +195,7 @@ BY_TYPE: dict[str, Callable[[dict[str, Any]], list[Field]]] = {
     "kubernetes:helm.sh/v3:Release": helm_release,
     "kubernetes:core/v1:Pod": pod,
     "kubernetes:core/v1:NodePatch": node_patch,
+    "kubernetes:batch/v1:Job": job,
     "kubernetes:core/v1:ConfigMap": config_map,
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": role,
     "kubernetes:rbac.authorization.k8s.io/v1:Role": role,
