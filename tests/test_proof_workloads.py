@@ -172,7 +172,7 @@ def test_whole_gpu_pod_only_on_gke_waited_for_before_the_slices(plans: dict[str,
     whole = pod(plans["gke"], "whole-gpu")
     meta, spec = whole["inputs"]["metadata"], whole["inputs"]["spec"]
     assert meta["name"] == "gpushare-whole-gpu"
-    assert meta["annotations"] == {"pulumi.com/waitFor": "jsonpath={.status.containerStatuses[0].state.terminated}"}
+    assert meta["annotations"] == {"pulumi.com/waitFor": "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed']}"}
     assert spec["restartPolicy"] == "Never"
     assert spec["containers"][0]["command"] == ["nvidia-smi"]
     assert spec["containers"][0]["image"] == "nvidia/cuda:12.4.1-base-ubuntu22.04"

@@ -22,7 +22,7 @@ def test_readme_config_table_is_generated_from_the_models() -> None:
 
 
 def test_ci_runs_the_readmes_setup_and_test_commands_as_written() -> None:
-    setup = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'"
+    setup = "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[dev]'"
     test = ".venv/bin/pytest -q"
     assert setup in README and test in README
     assert setup in CI and test in CI

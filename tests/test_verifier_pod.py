@@ -79,7 +79,7 @@ def applied(tmp_path: Path, stack: str, message: str | None, overrides: list[str
 def test_verifier_pod_is_waited_for_until_its_container_terminated(plans: dict[str, Plan]) -> None:
     pod = verifier_pod(plans["k3s"])
     wait_for = pod["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"]
-    assert wait_for == "jsonpath={.status.containerStatuses[0].state.terminated}"  # succeeded or failed
+    assert wait_for == "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed']}"  # succeeded or failed
     assert "pulumi.com/skipAwait" not in pod["inputs"]["metadata"]["annotations"]
     spec = pod["inputs"]["spec"]
     assert spec["restartPolicy"] == "Never"

@@ -18,7 +18,7 @@ from components.incluster import judge, message
 from components.incluster.expectation import Expectation
 from components.reader_account import reader_account
 from components.verify import report
-from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_TERMINATED
+from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_ENDED
 
 VERIFIER_POD = "gpushare-verifier"
 DEADLINE_MARGIN_SECONDS = 300
@@ -179,13 +179,13 @@ class Verifier(pulumi.ComponentResource):
                 "namespace": args.namespace,
                 "labels": COMMON_LABELS,
                 # Terminated either way: a verdict in the termination message, or the crash that stopped it.
-                "annotations": dict(WAIT_TERMINATED),
+                "annotations": dict(WAIT_ENDED),
             },
             spec={
                 "serviceAccountName": VERIFIER_POD,
                 "automountServiceAccountToken": True,
                 "restartPolicy": "Never",
-                # A verifier that hangs is stopped by the kubelet, terminated, and judged failed (WAIT_TERMINATED).
+                # A verifier that hangs is stopped by the kubelet, Failed, and judged failed (WAIT_ENDED).
                 "activeDeadlineSeconds": active_deadline,
                 "terminationGracePeriodSeconds": 5,
                 # GPU-only node pools (GKE) carry this taint; the verifier uses no GPU but must land somewhere.

@@ -34,8 +34,10 @@ COMMON_LABELS = {"app.kubernetes.io/part-of": "gpushare", "app.kubernetes.io/com
 CREATED = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
 GRACE_SECONDS = 5
 """A probe (python or sleep as PID 1) has no SIGTERM handler and PID 1 ignores SIGTERM: keep the kill short."""
-# Done when its container has terminated, succeeded or failed: a Failed Pod must not hold `pulumi up` to its timeout.
-WAIT_TERMINATED = {"pulumi.com/waitFor": "jsonpath={.status.containerStatuses[0].state.terminated}"}
+# Done when the Pod has ended, succeeded or failed, its container run or not (a Pod stopped at its
+# activeDeadlineSeconds may never have started): a Failed Pod must not hold `pulumi up` to its timeout. An RFC 9535
+# filter, which the provider's waitFor parses since pulumi-kubernetes 4.24.0 (CHANGELOG, provider/pkg/jsonpath).
+WAIT_ENDED = {"pulumi.com/waitFor": "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed']}"}
 BASE_ENV = {
     "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
     # The verifier reads results from the log while the probe still holds memory: no buffered lines.
@@ -244,7 +246,7 @@ class ProofWorkloads(pulumi.ComponentResource):
         if args.smi_image is not None:
             whole = k8s.core.v1.Pod(
                 f"{name}-whole-gpu",
-                metadata=metadata(WHOLE_GPU_POD, None, WAIT_TERMINATED),
+                metadata=metadata(WHOLE_GPU_POD, None, WAIT_ENDED),
                 spec={
                     "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": GRACE_SECONDS,
