@@ -14,6 +14,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -34,6 +35,7 @@ from components import validate
 from components.contracts.errors import InputError
 from components.gke_sharing import MAX_CLIENTS, MIN_CLIENTS, mps_limits
 from components.gpus import GPU_MODELS, gpu_memory_mib
+from components.images import Mirrors, mirror_prefix_problem, registry_host_problem
 from components.sizing import default_slice_mib, kai_visible_mib, overcommit_is_valid, overcommit_mib, remaining_mib
 from components.versions import kubernetes_release
 
@@ -339,7 +341,7 @@ class HamiConfig(_Model):
     namespace: K8sNamespace = "hami-system"
     """Namespace of the release."""
     scheduler_image_tag: Annotated[str, AfterValidator(validate.kubernetes_version)] | None = None
-    """kube-scheduler image tag; unset derives it from the Kubernetes version, set it must equal that."""
+    """kube-scheduler image tag; unset, the chart takes the server's own version; a pin must equal the known one."""
     device_split_count: int = Field(10, ge=1)
     """Pods that may share one card."""
     node_label: Labels = Field(default_factory=lambda: {"gpu": "on"}, min_length=1)
@@ -435,6 +437,64 @@ class GkeSharingConfig(_Model):
         return clients
 
 
+# --- where charts come from -------------------------------------------------------------------------------
+
+
+class ChartSourceConfig(_Model):
+    """Where one chart comes from instead of its public repository; the version stays the pinned one."""
+
+    repository: str | None = None
+    """`oci://host/path` (the chart is `<repository>/<chart>`) or an `https://` Helm repository."""
+    path: str | None = None
+    """A local directory holding the unpacked chart (`helm pull --untar`), at the pinned version."""
+
+    @field_validator("repository")
+    @classmethod
+    def _scheme(cls, repository: str | None) -> str | None:
+        if repository is not None and not repository.startswith(("oci://", "https://", "http://")):
+            raise ValueError(
+                f"{repository!r} is neither oci://host/path nor an https:// Helm repository; write it as "
+                "oci://harbor.example.com/charts"
+            )
+        return repository
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ChartSourceConfig:
+        if (self.repository is None) == (self.path is None):
+            raise ValueError("set exactly one of repository and path")
+        return self
+
+
+class GkeChartSources(_Model):
+    """The charts of the gke stack; one left unset comes from its public repository."""
+
+    kai: ChartSourceConfig | None = None
+    """The `kai-scheduler` chart."""
+    isolator: ChartSourceConfig | None = None
+    """The `kai-resource-isolator` chart."""
+    kyverno: ChartSourceConfig | None = None
+    """The `kyverno` chart."""
+
+
+class HamiChartSources(_Model):
+    """The chart of a k3s stack; unset, it comes from its public repository."""
+
+    hami: ChartSourceConfig | None = None
+    """The `hami` chart."""
+
+
+class ExistingChartSources(HamiChartSources):
+    """The charts of the existing-cluster stack; one left unset comes from its public repository."""
+
+    gpu_operator: ChartSourceConfig | None = None
+    """The `gpu-operator` chart."""
+
+
+CHART_NAMES = {"hami": "hami", "gpu_operator": "gpu-operator", "kai": "kai-scheduler",
+               "isolator": "kai-resource-isolator", "kyverno": "kyverno"}
+"""Each chartSources key's chart, as its Chart.yaml names it."""
+
+
 # --- the stack: one variant per platform -----------------------------------------------------------------
 
 
@@ -444,12 +504,23 @@ class _Stack(_Model):
     gpu: GpuConfig = Field(default_factory=GpuConfig)
     """The cards of the GPU nodes."""
     image_registry: Registry | None = None
-    """A mirror that replaces every image registry of HAMi, the GPU Operator and the proof."""
+    """One mirror for every upstream registry that `registryMirrors` does not name (host dropped, path kept)."""
+    registry_mirrors: dict[str, str] = Field(default_factory=dict)
+    """Upstream registry host → mirror, such as `{"docker.io": "harbor.example.com/dockerhub"}`."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     """The proof and its verifier."""
 
     CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {}
     """choice field → its value → the sections only that value reads; set for another value, they are refused."""
+
+    @property
+    def mirrors(self) -> Mirrors:
+        """Where every image is pulled from."""
+        return Mirrors(by_host=dict(self.registry_mirrors), default=self.image_registry or None)
+
+    def chart_pins(self) -> dict[str, str]:
+        """chartSources key → the chart version this stack pins (the charts it installs)."""
+        return {}
 
     @property
     def gpu_type(self) -> str:
@@ -479,6 +550,8 @@ class _Stack(_Model):
         _check_gpu(self)
         _check_slices(self)
         _check_proof_numbers(self)
+        _check_mirrors(self)
+        _check_chart_sources(self)
 
 
 class GkeStack(_Stack):
@@ -500,6 +573,14 @@ class GkeStack(_Stack):
     """Sharing kai: the GKE/COS/CDI workarounds."""
     gke_sharing: GkeSharingConfig = Field(default_factory=GkeSharingConfig)
     """Sharing mps or time-sharing: how many Pods share each card of the GPU pool."""
+    chart_sources: GkeChartSources = Field(default_factory=GkeChartSources)
+    """Where each chart comes from."""
+
+    def chart_pins(self) -> dict[str, str]:
+        if self.sharing != "kai":
+            return {}
+        pins = {"kai": self.kai.version, "isolator": self.isolator.version}
+        return {**pins, "kyverno": self.gke_cdi.kyverno_version} if self.gke_cdi.kyverno else pins
 
     CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
         "sharing": {"kai": ("kai", "isolator", "gke_cdi"), "mps": ("gke_sharing",), "time-sharing": ("gke_sharing",)},
@@ -544,6 +625,11 @@ class K3sStack(_Stack):
     """k3s as the bootstrap installs it."""
     hami: HamiConfig = Field(default_factory=HamiConfig)
     """The HAMi release."""
+    chart_sources: HamiChartSources = Field(default_factory=HamiChartSources)
+    """Where the HAMi chart comes from."""
+
+    def chart_pins(self) -> dict[str, str]:
+        return {"hami": self.hami.version}
 
     @property
     def server_version(self) -> str:
@@ -596,10 +682,16 @@ class ExistingStack(_Stack):
     """Toolkit gpu-operator: the GPU Operator release."""
     hami: HamiConfig = Field(default_factory=HamiConfig)
     """The HAMi release."""
+    chart_sources: ExistingChartSources = Field(default_factory=ExistingChartSources)
+    """Where each chart comes from."""
 
     CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
         "toolkit": {"gpu-operator": ("gpu_operator",)},
     }
+
+    def chart_pins(self) -> dict[str, str]:
+        pins = {"hami": self.hami.version}
+        return {**pins, "gpu_operator": self.gpu_operator.version} if self.toolkit == "gpu-operator" else pins
     server_version_key: ClassVar[str] = "cluster.kubernetesVersion"
 
     @property
@@ -684,6 +776,34 @@ def _check_choice_sections(cfg: _Stack) -> None:
                         f"is read only with {choice} {value}, not {chosen}; remove it "
                         f"(`pulumi config rm {_key(_alias(section))}`) or set {_key(choice)} to {value}",
                     )
+
+
+def _check_mirrors(cfg: _Stack) -> None:
+    for host, prefix in cfg.registry_mirrors.items():
+        problem = registry_host_problem(host) or mirror_prefix_problem(prefix)
+        if problem:
+            raise ConfigError(f'{_key("registryMirrors")}["{host}"]', problem)
+
+
+def _check_chart_sources(cfg: _Stack) -> None:
+    """A local chart must be the chart and version the stack pins: Helm installs a directory as it finds it."""
+    import yaml  # here: only a local chart needs it
+
+    sources = getattr(cfg, "chart_sources", None)
+    for name, version in cfg.chart_pins().items():
+        source = getattr(sources, name, None)
+        if source is None or source.path is None:
+            continue
+        key = _key("chartSources", _alias(name), "path")
+        chart_file = Path(source.path).expanduser() / "Chart.yaml"
+        if not chart_file.is_file():
+            raise ConfigError(key, f"{chart_file} does not exist; unpack the chart there with `helm pull "
+                                   f"--untar --version {version}`")
+        meta = yaml.safe_load(chart_file.read_text()) or {}
+        found = (str(meta.get("name")), str(meta.get("version")))
+        if found[0] != CHART_NAMES[name] or found[1].lstrip("v") != version.lstrip("v"):
+            raise ConfigError(key, f"{chart_file} is {found[0]} {found[1]}, but this stack pins "
+                                   f"{CHART_NAMES[name]} {version}; unpack that version there")
 
 
 def _check_network(vm: VmConfig) -> None:

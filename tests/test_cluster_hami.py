@@ -65,10 +65,12 @@ def test_cluster_hami_selects_the_nodes_we_label(plan_stack) -> None:
     assert _device_plugin(plan)["nvidiaNodeSelector"] == patch["inputs"]["metadata"]["labels"] == {"gpu": "on"}
 
 
-def test_cluster_hami_2_10_0_into_hami_system_with_the_cluster_version_tag(plan_stack) -> None:
-    inputs = _hami(plan_stack("cluster"))["inputs"]
+def test_cluster_hami_2_10_0_into_hami_system_its_scheduler_tag_from_the_server(plan_stack) -> None:
+    plan = plan_stack("cluster")
+    inputs = _hami(plan)["inputs"]
     assert (inputs["version"], inputs["namespace"]) == ("2.10.0", "hami-system")
-    assert inputs["values"]["scheduler"]["kubeScheduler"]["image"]["tag"] == "v1.35.6"
+    assert "scheduler" not in inputs["values"]  # the chart takes the tag from the server it is installed on
+    assert "registry.cn-hangzhou.aliyuncs.com/google_containers/kube-scheduler:v1.35.6" in plan.outputs["images"]
 
 
 def test_cluster_mirror_reaches_every_image_of_both_releases(plan_stack) -> None:

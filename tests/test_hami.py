@@ -10,6 +10,8 @@ import pytest
 
 from components.config import parse
 from components.gpu import hami
+from components.gpu.chart import release_values
+from components.images import Mirrors
 from components.plan import ROOT, _as_pulumi_config, read_stack_config, run
 from components.sizing import remaining_mib
 from components.versions import kubernetes_release
@@ -42,6 +44,11 @@ pulumi.export("outputs", dict(sharing.outputs))
 def _args(version: str, **changes: Any) -> hami.HamiArgs:
     base = {"version": version, "namespace": "hami-system", "scheduler_image_tag": "v1.35.6"}
     return hami.HamiArgs(**{**base, **changes})
+
+
+def _mirrored_values(version: str, **changes: Any) -> dict[str, Any]:
+    """The values the release gets with one mirror for every upstream."""
+    return release_values(hami.hami_release(_args(version, mirrors=Mirrors(default=MIRROR), **changes)))
 
 
 def _get(values: dict[str, Any], path: tuple[str, ...]) -> Any:
@@ -91,15 +98,25 @@ def test_hami_scheduler_tag_key_before_2_7_was_image_tag_flat():
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_hami_never_sets_the_ignored_image_tag_key(version):
-    values = hami.hami_values(_args(version, image_registry=MIRROR, runtime_class_name="nvidia-legacy"))
+    values = _mirrored_values(version, runtime_class_name="nvidia-legacy")
     assert ("scheduler", "kubeScheduler", "imageTag") not in leaf_paths(values)
     assert _get(values, ("scheduler", "kubeScheduler", "image", "tag")) == "v1.35.6"
 
 
-def test_hami_k3s_release_carries_the_derived_tag(plan_stack):
-    release = plan_stack("k3s").one(RELEASE, "hami-release")["inputs"]
+def test_hami_scheduler_tag_is_left_to_the_chart_which_takes_the_servers_version(plan_stack):
+    values = plan_stack("k3s").one(RELEASE, "hami-release")["inputs"]["values"]
+    scheduler_paths = [p for p in leaf_paths(values) if p[:2] == ("scheduler", "kubeScheduler")]
+    assert scheduler_paths == []  # neither image.tag nor the ignored imageTag: charts/hami _helpers.tpl derives it
+
+
+def test_hami_scheduler_tag_pinned_in_config_reaches_the_chart(plan_stack):
+    release = plan_stack("k3s", "gpushare:hami.schedulerImageTag=v1.36.2").one(RELEASE, "hami-release")["inputs"]
     assert release["values"]["scheduler"]["kubeScheduler"]["image"]["tag"] == "v1.36.2"
-    assert "imageTag" not in release["values"]["scheduler"]["kubeScheduler"]
+
+
+def test_hami_images_list_the_scheduler_tag_the_chart_derives_from_the_server(plan_stack):
+    images = plan_stack("k3s").outputs["images"]
+    assert "registry.cn-hangzhou.aliyuncs.com/google_containers/kube-scheduler:v1.36.2" in images
 
 
 # --- the release -----------------------------------------------------------------------------------------
@@ -140,9 +157,9 @@ def test_hami_every_value_path_exists_in_the_pinned_chart(charts_dir, version):
     reference = load_reference(charts_dir, f"hami-{version}")
     for args in (
         _args(version),
-        _args(version, runtime_class_name="nvidia-legacy", image_registry=MIRROR, device_split_count=4),
+        _args(version, runtime_class_name="nvidia-legacy", mirrors=Mirrors(default=MIRROR), device_split_count=4),
     ):
-        assert missing_paths(hami.hami_values(args), reference) == []
+        assert missing_paths(release_values(hami.hami_release(args)), reference) == []
 
 
 def test_hami_k3s_release_values_exist_in_chart_2_9_0(plan_stack, charts_dir):
@@ -218,9 +235,11 @@ def _repositories_with_host(values: Any, prefix: tuple[str, ...] = ()) -> list[t
 @pytest.mark.parametrize("version", VERSIONS)
 def test_hami_mirror_reaches_every_registry_key_of_the_chart(charts_dir, version):
     reference = load_reference(charts_dir, f"hami-{version}")
-    values = hami.hami_values(_args(version, image_registry=MIRROR))
-    expected = _registry_keys(reference)
+    values = _mirrored_values(version)
+    # Each image's own registry is set; global.imageRegistry stays empty, as it would fold all upstreams into one.
+    expected = [path for path in _registry_keys(reference) if path != ("global", "imageRegistry")]
     assert expected, "the reference values name no registry keys"
+    assert "imageRegistry" not in values.get("global", {})
     assert {path: _get(values, path) for path in expected} == dict.fromkeys(expected, MIRROR)
     for path in _repositories_with_host(reference):
         assert _get(values, path).startswith(f"{MIRROR}/"), ".".join(path)
@@ -228,7 +247,7 @@ def test_hami_mirror_reaches_every_registry_key_of_the_chart(charts_dir, version
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_hami_every_registry_value_rendered_is_the_mirror(version):
-    values = hami.hami_values(_args(version, image_registry=MIRROR))
+    values = _mirrored_values(version)
     rendered = _registry_keys(values)
     assert rendered
     assert {_get(values, path) for path in rendered} == {MIRROR}
@@ -241,8 +260,8 @@ def test_hami_without_mirror_sets_no_registry(plan_stack):
 
 def test_hami_mirror_from_config_reaches_the_release(plan_stack):
     values = plan_stack("k3s", f"gpushare:imageRegistry={MIRROR}").one(RELEASE, "hami-release")["inputs"]["values"]
-    assert values["global"]["imageRegistry"] == MIRROR
     assert values["scheduler"]["kubeScheduler"]["image"]["registry"] == MIRROR
+    assert values["devicePlugin"]["image"]["registry"] == MIRROR
 
 
 # --- the proof contract -----------------------------------------------------------------------------------

@@ -7,14 +7,10 @@ from typing import Any
 
 import pytest
 
+from components.chart_images import GPU_OPERATOR_V26_7_0
 from components.compose.toolkit import toolkit
 from components.config import GpuOperatorConfig, parse
-from components.gpu.operator import (
-    IMAGE_REPOSITORIES,
-    NFD_IMAGE_PATH,
-    GpuOperatorArgs,
-    operator_values,
-)
+from components.gpu.operator import GpuOperatorArgs, operator_values
 from components.images import mirrored
 from components.plan import _as_pulumi_config, read_stack_config
 from tests.helpers.helm_values import load_reference, missing_paths
@@ -22,6 +18,13 @@ from tests.helpers.helm_values import load_reference, missing_paths
 RELEASE = "kubernetes:helm.sh/v3:Release"
 MIRROR = "harbor.example.com/mirror"
 REFERENCE = "gpu-operator-v26.7.0"
+NFD_IMAGE_PATH = ("node-feature-discovery", "image")
+IMAGE_REPOSITORIES = {
+    image.location[:-1]: image.location_default
+    for image in GPU_OPERATOR_V26_7_0.images
+    if image.location is not None
+}
+"""The image table's `repository` keys (registry and path, such as nvcr.io/nvidia), by the map holding them."""
 
 
 def _release(plan: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 
 from components.plan import main, run
 from tests.conftest import ROOT, STACKS
-from tests.golden.regenerate import GOLDEN, render
+from tests.golden.regenerate import GOLDEN, render, variants
 
 COMPONENT_TOKEN = re.compile(r"^gpushare:[a-z]+:[A-Z][A-Za-z0-9]+$")
 
@@ -62,11 +62,14 @@ def test_resource_names_are_unique(stack: str, plan_stack) -> None:
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_golden_plan_matches(stack: str) -> None:
-    golden = GOLDEN / f"{stack}.json"
+@pytest.mark.parametrize("name", sorted(variants()))
+def test_golden_plan_matches(name: str) -> None:
+    stack, overrides = variants()[name]
+    golden = GOLDEN / f"{name}.json"
     assert golden.exists(), "run: .venv/bin/python -m tests.golden.regenerate"
-    assert render(stack) == golden.read_text(), "plan drifted: review, then python -m tests.golden.regenerate"
+    assert render(stack, overrides) == golden.read_text(), (
+        "plan drifted: review, then python -m tests.golden.regenerate"
+    )
 
 
 @pytest.mark.parametrize(

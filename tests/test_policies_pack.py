@@ -86,7 +86,8 @@ def test_stale_hami_tag_in_the_k3s_plan_is_caught_from_its_bootstrap(plan_stack:
 
     def stale(inputs: dict[str, Any]) -> None:
         if inputs.get("chart", "").endswith("hami"):
-            inputs["values"]["scheduler"]["kubeScheduler"]["image"]["tag"] = "v1.35.6"
+            scheduler = inputs["values"].setdefault("scheduler", {}).setdefault("kubeScheduler", {})
+            scheduler.setdefault("image", {})["tag"] = "v1.35.6"  # a pin: unpinned, the chart takes the server's
 
     resources = _edited(plan, "kubernetes:helm.sh/v3:Release", stale)
     # no policy config: the version comes from the k3s release in the plan's bootstrap command

@@ -95,9 +95,9 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
             cores_percent=compute_share(cfg, contract),
             compute_seconds=v.compute_seconds,
         ),
-        image=mirrored(v.probe_image, cfg.image_registry),
+        image=mirrored(v.probe_image, cfg.mirrors),
         # The whole-GPU precondition Pod runs only where nodes carry whole cards beside the slices.
-        smi_image=mirrored(v.smi_image, cfg.image_registry) if whole_cards_beside_slices(cfg) else None,
+        smi_image=mirrored(v.smi_image, cfg.mirrors) if whole_cards_beside_slices(cfg) else None,
         fail_on_violation=v.fail_on_violation,
         ready=[*cluster.ready, *sharing.ready],
         run_id=v.run_id,
@@ -109,4 +109,6 @@ def proof(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -> Pro
     """The proof for this stack, or an honest `verification` that says why none runs."""
     if not cfg.verify.enabled:
         return ProofOutputs({"verification": disabled_verification("verification disabled")})
-    return ProofOutputs(Proof("gpushare-proof", proof_args(cfg, cluster, sharing), cluster.options()).outputs)
+    args = proof_args(cfg, cluster, sharing)
+    images = tuple(sorted({args.image, *([args.smi_image] if args.smi_image else [])}))
+    return ProofOutputs(Proof("gpushare-proof", args, cluster.options()).outputs, images)

@@ -11,6 +11,7 @@ from components.config import ExistingStack, GkeStack, K3sStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import SharingSetup, ToolkitFacts
 from components.gke_sharing import GkeStrategy
+from components.gpu.chart import chart_source
 from components.gpu.gke_cdi import KAI_RESERVATION_NAMESPACE, GkeCdiWorkarounds, GkeCdiWorkaroundsArgs
 from components.gpu.gke_native import native_proof
 from components.gpu.hami import Hami, HamiArgs, hami_proof, runtime_class_for
@@ -45,7 +46,9 @@ def kai_scheduler_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> KaiSc
         parent_queue=kai.parent_queue,
         delete_kept_queues=kai.delete_kept_queues,
         ready=tuple(ready),
-        gate_image=mirrored(cfg.verify.probe_image, cfg.image_registry),
+        gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
+        mirrors=cfg.mirrors,
+        chart_source=chart_source(cfg.chart_sources.kai),
     )
 
 
@@ -59,6 +62,8 @@ def isolator_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> ResourceIs
         monitor_priority_class=iso.monitor_priority_class,
         monitor_enabled=iso.monitor_enabled,
         ready=tuple(ready),
+        mirrors=cfg.mirrors,
+        chart_source=chart_source(cfg.chart_sources.isolator),
     )
 
 
@@ -76,6 +81,8 @@ def gke_cdi_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> GkeCdiWorka
         reservation_namespace=KAI_RESERVATION_NAMESPACE,
         gpus_per_node=cfg.gpu.per_node,
         ready=tuple(ready),
+        mirrors=cfg.mirrors,
+        kyverno_source=chart_source(cfg.chart_sources.kyverno),
     )
 
 
@@ -91,6 +98,7 @@ def kai_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> 
         proof=proof,
         ready=[*scheduler.ready, hami_core.release, *workarounds.ready],
         outputs={"kaiQueue": cfg.kai.queue, "sliceVisibleMiB": proof.visible_mib},
+        images=sorted({*scheduler.images, *hami_core.images, *workarounds.images}),
     )
 
 
@@ -116,19 +124,21 @@ def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: Too
     return HamiArgs(
         version=hami.version,
         namespace=hami.namespace,
-        # The server version is known from config wherever HAMi runs (k3s, an existing cluster).
-        scheduler_image_tag=hami.scheduler_image_tag or kubernetes_release(cfg.server_version),
+        # Unpinned, the chart takes the tag from the server; config's version names it in `images`.
+        scheduler_image_tag=hami.scheduler_image_tag,
+        server_version=kubernetes_release(cfg.server_version),
         device_split_count=hami.device_split_count,
         node_label=dict(hami.node_label),
         runtime_class_name=runtime_class_for(toolkit.cdi_enabled, hami.runtime_class_name),
-        image_registry=cfg.image_registry,
+        mirrors=cfg.mirrors,
+        chart_source=chart_source(cfg.chart_sources.hami),
         timeout_seconds=hami.wait_timeout_seconds,
         ready=[*cluster.ready, *toolkit.ready],
     )
 
 
 def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
-    """HAMi at `hami.version`, its scheduler tag from the server version, and its proof contract."""
+    """HAMi at `hami.version`, its scheduler tag the server's (or the pin), and its proof contract."""
     args = hami_args(cfg, cluster, toolkit)
     component = Hami("hami", args, cluster.options())
     proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
@@ -136,5 +146,7 @@ def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: 
     return SharingSetup(
         proof=proof,
         ready=[component.release],
-        outputs={"hamiVersion": cfg.hami.version, "schedulerImageTag": args.scheduler_image_tag},
+        outputs={"hamiVersion": cfg.hami.version,
+                 "schedulerImageTag": args.scheduler_image_tag or args.server_version},
+        images=component.images,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from components.config import ExistingStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import ToolkitFacts
+from components.gpu.chart import chart_source
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
 from components.images import mirrored
 
@@ -19,9 +20,10 @@ def gpu_operator_args(cfg: ExistingStack, cluster: ClusterFacts) -> GpuOperatorA
         cdi_enabled=section.cdi_enabled,
         driver_enabled=section.driver_enabled,
         device_plugin_enabled=section.device_plugin_enabled,
-        image_registry=cfg.image_registry,
+        mirrors=cfg.mirrors,
+        chart_source=chart_source(cfg.chart_sources.gpu_operator),
         ready=cluster.ready,
-        gate_image=mirrored(cfg.verify.probe_image, cfg.image_registry),
+        gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
     )
 
 
@@ -36,4 +38,5 @@ def toolkit(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:
         cdi_enabled=cfg.gpu_operator.cdi_enabled,
         ready=[operator.toolkit_ready.job],
         outputs={"installed": operator.installed},
+        images=operator.images,
     )

@@ -19,6 +19,8 @@ class ToolkitFacts:
     """True under a GPU Operator with CDI on: then only the `nvidia-legacy` RuntimeClass injects by env."""
     ready: Sequence[pulumi.Resource] = ()
     outputs: Mapping[str, Any] = field(default_factory=dict)
+    images: Sequence[str] = ()
+    """Every image the toolkit's releases and Pods pull, after mirroring."""
 
 
 @dataclass(frozen=True)
@@ -29,3 +31,5 @@ class SharingSetup:
     ready: Sequence[pulumi.Resource] = ()
     """The proof Pods wait for these (releases Ready, policies Ready)."""
     outputs: Mapping[str, Any] = field(default_factory=dict)
+    images: Sequence[str] = ()
+    """Every image the sharing system's releases and Pods pull, after mirroring."""

@@ -1,16 +1,50 @@
-"""How every component installs a chart: a pinned release in a namespace the stack owns, waited on by Helm."""
+"""How every component installs a chart: a pinned release in a namespace the stack owns, waited on by Helm.
+
+Each chart comes from its public repository unless a ChartSource names a private OCI registry, another Helm
+repository or a local directory, at the same pinned version; every image it names goes through the mirrors.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.chart_images import chart_images, deep_merge, mirror_values, pulled
+from components.images import Mirrors
+
 SHARED_NAMESPACES = frozenset({"kube-system", "default"})
 """Namespaces the cluster owns: a release goes into them, but the stack never creates or deletes them."""
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where a chart comes from instead of its public repository: exactly one of the two."""
+
+    repository: str | None = None
+    """`oci://host/path` (the chart is `<repository>/<chart>`) or an `https://` Helm repository."""
+    path: str | None = None
+    """A local directory holding the unpacked chart."""
+
+
+class ChartSourceSettings(Protocol):
+    """A chart source as config states it (`gpushare:chartSources.<chart>`)."""
+
+    @property
+    def repository(self) -> str | None: ...
+
+    @property
+    def path(self) -> str | None: ...
+
+
+def chart_source(settings: ChartSourceSettings | None) -> ChartSource | None:
+    """The ChartSource of a config section, None for the public repository."""
+    if settings is None:
+        return None
+    return ChartSource(repository=settings.repository, path=settings.path)
 
 
 @dataclass(frozen=True)
@@ -26,6 +60,46 @@ class ChartRelease:
     repo: str | None = None
     namespace_labels: Mapping[str, str] = field(default_factory=dict)
     timeout_seconds: int = 600
+    source: ChartSource | None = None
+    """None: the public repository in `chart`/`repo`."""
+    mirrors: Mirrors = field(default_factory=Mirrors)
+    """Where the chart's images are pulled from."""
+    server_version: str | None = None
+    """The server version where known: charts that derive an image tag from it (HAMi's kube-scheduler)."""
+
+    @property
+    def name(self) -> str:
+        """The chart's own name: `hami`, and `kai-scheduler` for `oci://ghcr.io/.../kai-scheduler`."""
+        return self.chart.rstrip("/").rsplit("/", 1)[-1]
+
+
+def chart_location(spec: ChartRelease) -> tuple[str, str | None]:
+    """(chart, repo) as Helm takes them: the public ones, or the source's."""
+    source = spec.source
+    if source is None:
+        return spec.chart, spec.repo
+    if source.path is not None:
+        return source.path, None
+    assert source.repository is not None
+    if source.repository.startswith("oci://"):
+        return f"{source.repository.rstrip('/')}/{spec.name}", None
+    return spec.name, source.repository
+
+
+def release_values(spec: ChartRelease) -> dict[str, Any]:
+    """The component's values with every image of the chart pointed at its mirror (nothing added without one)."""
+    images = chart_images(spec.name, spec.version)
+    if images is None:
+        return dict(spec.values)
+    return deep_merge(mirror_values(images, spec.mirrors), spec.values)
+
+
+def release_images(spec: ChartRelease) -> list[str]:
+    """Every image the release pulls, after mirroring, from the chart's image table and the values we set."""
+    images = chart_images(spec.name, spec.version)
+    if images is None:
+        raise ValueError(f"{spec.name} {spec.version} has no image table in components/chart_images.py")
+    return pulled(images, release_values(spec), spec.server_version)
 
 
 def install_chart(
@@ -44,14 +118,15 @@ def install_chart(
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.namespace, labels=dict(spec.namespace_labels) or None),
             opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
         ).metadata.name
+    chart, repo = chart_location(spec)
     return k8s.helm.v3.Release(
         f"{name}-release",
         name=spec.release_name,
-        chart=spec.chart,
+        chart=chart,
         version=spec.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=spec.repo) if spec.repo else None,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
         namespace=namespace,
-        values=dict(spec.values),
+        values=release_values(spec),
         skip_await=False,
         wait_for_jobs=True,
         timeout=spec.timeout_seconds,

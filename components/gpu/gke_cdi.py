@@ -13,8 +13,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu.chart import ChartRelease, install_chart
+from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.kai import GPU_MEMORY_ANNOTATION
+from components.images import Mirrors
 
 KYVERNO_REPO = "https://kyverno.github.io/kyverno/"
 POLICY_API_VERSION = "kyverno.io/v1"
@@ -107,6 +108,9 @@ class GkeCdiWorkaroundsArgs:
     """Where KAI's binder creates its reservation Pods (`global.resourceReservation.namespace`)."""
     gpus_per_node: int
     ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    mirrors: Mirrors = field(default_factory=Mirrors)
+    """Where Kyverno's images come from."""
+    kyverno_source: ChartSource | None = None
 
 
 class GkeCdiWorkarounds(pulumi.ComponentResource):
@@ -116,6 +120,7 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
     kyverno_release: k8s.helm.v3.Release | None
     policies: list[k8s.apiextensions.CustomResource]
     ready: list[pulumi.Resource]
+    images: list[str]
 
     def __init__(self, name: str, args: GkeCdiWorkaroundsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:GkeCdiWorkarounds", name, None, opts)
@@ -131,22 +136,22 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
             )
 
         self.kyverno_release = None
+        self.images = []
         policy_after: list[pulumi.Resource] = list(args.ready)
         if args.kyverno:
-            self.kyverno_release = install_chart(
-                self,
-                f"{name}-kyverno",
-                ChartRelease(
-                    "kyverno",
-                    "kyverno",
-                    args.kyverno_version,
-                    args.kyverno_namespace,
-                    # The pre-delete hook removes Kyverno's webhooks, or they outlive it and block Pod admission.
-                    values={"webhooksCleanup": {"enabled": True}},
-                    repo=KYVERNO_REPO,
-                ),
-                after=args.ready,
+            spec = ChartRelease(
+                "kyverno",
+                "kyverno",
+                args.kyverno_version,
+                args.kyverno_namespace,
+                # The pre-delete hook removes Kyverno's webhooks, or they outlive it and block Pod admission.
+                values={"webhooksCleanup": {"enabled": True}},
+                repo=KYVERNO_REPO,
+                source=args.kyverno_source,
+                mirrors=args.mirrors,
             )
+            self.kyverno_release = install_chart(self, f"{name}-kyverno", spec, after=args.ready)
+            self.images = release_images(spec)
             policy_after = [self.kyverno_release]
 
         self.policies = []

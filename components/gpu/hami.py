@@ -14,7 +14,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.contracts.proof import CheckId, PodTry, SharingProof, SliceRequest
-from components.gpu.chart import ChartRelease, install_chart
+from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
+from components.images import Mirrors
 
 CHART = "hami"
 REPO = "https://project-hami.github.io/HAMi"
@@ -27,41 +28,20 @@ Path = tuple[str, ...]
 
 @dataclass(frozen=True)
 class ChartKeys:
-    """Where one chart version reads each value we set."""
+    """Where one chart version reads each value we set (images: components/chart_images.py)."""
 
     scheduler_tag: Path
     split_count: Path = ("devicePlugin", "deviceSplitCount")
     node_selector: Path | None = ("devicePlugin", "nvidiaNodeSelector")
     runtime_class: Path = ("devicePlugin", "runtimeClassName")
     create_runtime_class: Path | None = ("devicePlugin", "createRuntimeClass")
-    registries: tuple[Path, ...] = ()
-    """Image `registry` keys: each takes the mirror's host as it is."""
-    repositories: Mapping[Path, str] = field(default_factory=dict)
-    """Image `repository` keys that carry their registry in them: path → the repository without it."""
 
 
-_REGISTRIES: tuple[Path, ...] = (
-    ("global", "imageRegistry"),
-    ("scheduler", "kubeScheduler", "image", "registry"),
-    ("scheduler", "extender", "image", "registry"),
-    ("scheduler", "patch", "image", "registry"),
-    ("scheduler", "patch", "imageNew", "registry"),
-    ("devicePlugin", "image", "registry"),
-    ("devicePlugin", "monitor", "image", "registry"),
-    ("mockDevicePlugin", "image", "registry"),
-)
 _IMAGE_TAG: Path = ("scheduler", "kubeScheduler", "image", "tag")
 
-CHART_KEYS: dict[str, ChartKeys] = {
-    "2.9.0": ChartKeys(
-        scheduler_tag=_IMAGE_TAG,
-        registries=_REGISTRIES,
-        # The DRA subchart's image names ghcr.io inside its repository; it renders only with dra.enabled.
-        repositories={("hami-dra", "drivers", "nvidia", "image", "repository"): "project-hami/k8s-dra-driver"},
-    ),
-    "2.10.0": ChartKeys(scheduler_tag=_IMAGE_TAG, registries=_REGISTRIES),
-}
-"""The chart versions this component knows (the Ascend device plugin's `image` is empty and off in both)."""
+CHART_KEYS: dict[str, ChartKeys] = {"2.9.0": ChartKeys(scheduler_tag=_IMAGE_TAG),
+                                    "2.10.0": ChartKeys(scheduler_tag=_IMAGE_TAG)}
+"""The chart versions this component knows."""
 
 
 def scheduler_tag_path(version: str) -> Path:
@@ -92,11 +72,15 @@ class HamiArgs:
 
     version: str
     namespace: str
-    scheduler_image_tag: str
+    scheduler_image_tag: str | None = None
+    """A pinned kube-scheduler tag; None leaves it to the chart, which takes the server's own version."""
+    server_version: str | None = None
+    """The server's release as config knows it (`v1.36.2`): the tag the chart derives, listed in `images`."""
     device_split_count: int = 10
     node_label: Mapping[str, str] = field(default_factory=lambda: {"gpu": "on"})
     runtime_class_name: str | None = None
-    image_registry: str | None = None
+    mirrors: Mirrors = field(default_factory=Mirrors)
+    chart_source: ChartSource | None = None
     timeout_seconds: int = 300
     ready: Sequence[pulumi.Resource] = ()
     """What the release waits for (the platform, the toolkit, the node labels)."""
@@ -106,8 +90,10 @@ def hami_values(args: HamiArgs) -> dict[str, Any]:
     """The chart values for `args`, at the paths `args.version` reads."""
     keys = CHART_KEYS[args.version]
     values: dict[str, Any] = {}
-    # Set even though the chart falls back to the server version: the plan is then exact and a mirror checkable.
-    _put(values, keys.scheduler_tag, args.scheduler_image_tag)
+    # Unset, the chart takes the tag from the server it is installed on (charts/hami/templates/_helpers.tpl,
+    # `resolvedKubeSchedulerTag`), which is right even where config's version is not.
+    if args.scheduler_image_tag is not None:
+        _put(values, keys.scheduler_tag, args.scheduler_image_tag)
     _put(values, keys.split_count, args.device_split_count)
     if keys.node_selector is not None:
         _put(values, keys.node_selector, dict(args.node_label))
@@ -116,29 +102,26 @@ def hami_values(args: HamiArgs) -> dict[str, Any]:
     if keys.create_runtime_class is not None:
         # The chart would create the class with the wrong handler; the toolkit (or GPU Operator) owns it.
         _put(values, keys.create_runtime_class, False)
-    if args.image_registry:
-        mirror = args.image_registry.rstrip("/")
-        for path in keys.registries:
-            _put(values, path, mirror)
-        for path, repository in keys.repositories.items():
-            _put(values, path, f"{mirror}/{repository}")
     return values
+
+
+def hami_release(args: HamiArgs) -> ChartRelease:
+    return ChartRelease(CHART, CHART, args.version, args.namespace, hami_values(args), repo=REPO,
+                        timeout_seconds=args.timeout_seconds, source=args.chart_source, mirrors=args.mirrors,
+                        server_version=args.server_version)
 
 
 class Hami(pulumi.ComponentResource):
     """The HAMi Helm release, waited on until its scheduler and device plugin are up."""
 
     release: k8s.helm.v3.Release
+    images: list[str]
 
     def __init__(self, name: str, args: HamiArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:Hami", name, None, opts)
-        self.release = install_chart(
-            self,
-            name,
-            ChartRelease(CHART, CHART, args.version, args.namespace, hami_values(args), repo=REPO,
-                         timeout_seconds=args.timeout_seconds),
-            after=args.ready,
-        )
+        spec = hami_release(args)
+        self.release = install_chart(self, name, spec, after=args.ready)
+        self.images = release_images(spec)
         self.register_outputs({"version": args.version, "schedulerImageTag": args.scheduler_image_tag,
                                "status": self.release.status})
 

@@ -10,7 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.contracts.proof import MonitorTarget
-from components.gpu.chart import ChartRelease, install_chart
+from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
+from components.images import Mirrors
 
 # Docker Hub's registry host as Helm's OCI client contacts it; `docker.io` is a name only image references alias.
 CHART = "oci://registry-1.docker.io/projecthami/kai-resource-isolator"
@@ -32,6 +33,8 @@ class ResourceIsolatorArgs:
     monitor_priority_class: str
     monitor_enabled: bool
     ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    mirrors: Mirrors = field(default_factory=Mirrors)
+    chart_source: ChartSource | None = None
 
 
 def isolator_values(args: ResourceIsolatorArgs) -> dict[str, Any]:
@@ -50,17 +53,16 @@ class ResourceIsolator(pulumi.ComponentResource):
 
     release: k8s.helm.v3.Release
     monitor: MonitorTarget | None
+    images: list[str]
 
     def __init__(self, name: str, args: ResourceIsolatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:ResourceIsolator", name, None, opts)
         # helm --wait: both DaemonSets rolled out on every GPU node and the webhook Deployment Available,
         # so no sharing Pod is admitted before the webhook can inject HAMi-core.
-        self.release = install_chart(
-            self,
-            name,
-            ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, isolator_values(args)),
-            after=args.ready,
-        )
+        spec = ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, isolator_values(args),
+                            source=args.chart_source, mirrors=args.mirrors)
+        self.release = install_chart(self, name, spec, after=args.ready)
+        self.images = release_images(spec)
         self.monitor = (
             MonitorTarget(namespace=args.namespace, label_selector=MONITOR_SELECTOR, port=MONITOR_PORT)
             if args.monitor_enabled

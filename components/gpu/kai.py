@@ -9,8 +9,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu.chart import ChartRelease, install_chart
+from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
+from components.images import Mirrors
 
 CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 RELEASE_NAME = "kai-scheduler"
@@ -40,6 +41,8 @@ class KaiSchedulerArgs:
     """What the release waits for (the GPU node pool)."""
     gate_image: str = "python:3.12-slim-bookworm"
     """Image of the Pod that waits for `kai-config` to be Ready (any image with python3)."""
+    mirrors: Mirrors = field(default_factory=Mirrors)
+    chart_source: ChartSource | None = None
 
 
 def kai_values(args: KaiSchedulerArgs) -> dict[str, Any]:
@@ -69,17 +72,16 @@ class KaiScheduler(pulumi.ComponentResource):
     config_ready: ReadyGate
     queues: list[k8s.apiextensions.CustomResource]
     ready: list[pulumi.Resource]
+    images: list[str]
 
     def __init__(self, name: str, args: KaiSchedulerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:KaiScheduler", name, None, opts)
         # helm --wait covers the operator Deployment and the hook Job that applies kai-config;
         # the components the operator then creates are covered by kai-config's Ready below.
-        self.release = install_chart(
-            self,
-            name,
-            ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, kai_values(args)),
-            after=args.ready,
-        )
+        spec = ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, kai_values(args),
+                            source=args.chart_source, mirrors=args.mirrors)
+        self.release = install_chart(self, name, spec, after=args.ready)
+        self.images = sorted({*release_images(spec), args.gate_image})
         # kai-config comes from a hook and KAI's operator makes it Ready; Pulumi owns neither, so a gate waits.
         group, version = CONFIG_API_VERSION.split("/")
         self.config_ready = ReadyGate(

@@ -3,58 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu.chart import ChartRelease, install_chart
+from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
-from components.images import mirrored
+from components.images import Mirrors
 
 CHART = "gpu-operator"
 REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
 CLUSTER_POLICY = "cluster-policy"
 """The one ClusterPolicy the chart creates; its `status.state` turns `ready` once every operand runs."""
-
-# Every image repository of the v26.7.0 chart's values.yaml (operator, validator, operands), with its default.
-IMAGE_REPOSITORIES: dict[tuple[str, ...], str] = {
-    ("operator",): "nvcr.io/nvidia",
-    ("validator",): "nvcr.io/nvidia",
-    ("driver",): "nvcr.io/nvidia",
-    ("driver", "manager"): "nvcr.io/nvidia/cloud-native",
-    ("toolkit",): "nvcr.io/nvidia/k8s",
-    ("devicePlugin",): "nvcr.io/nvidia",
-    ("dcgm",): "nvcr.io/nvidia/cloud-native",
-    ("dcgmExporter",): "nvcr.io/nvidia/k8s",
-    ("gfd",): "nvcr.io/nvidia",
-    ("migManager",): "nvcr.io/nvidia/cloud-native",
-    ("nodeStatusExporter",): "nvcr.io/nvidia",
-    ("gds",): "nvcr.io/nvidia/cloud-native",
-    ("gdrcopy",): "nvcr.io/nvidia/cloud-native",
-    ("vgpuManager", "driverManager"): "nvcr.io/nvidia/cloud-native",
-    ("vgpuDeviceManager",): "nvcr.io/nvidia/cloud-native",
-    ("vfioManager",): "nvcr.io/nvidia/cloud-native",
-    ("vfioManager", "driverManager"): "nvcr.io/nvidia/cloud-native",
-    ("sandboxDevicePlugin",): "nvcr.io/nvidia",
-    ("kataSandboxDevicePlugin",): "nvcr.io/nvidia/cloud-native",
-    ("ccManager",): "nvcr.io/nvidia/cloud-native",
-    ("draDriver",): "nvcr.io/nvidia",
-}
-
-# The node-feature-discovery subchart's one image (master, worker, gc): registry.k8s.io is the first
-# registry an offline cluster fails to reach, and without NFD no operand DaemonSet is ever created.
-NFD_IMAGE_PATH = ("node-feature-discovery", "image")
-NFD_IMAGE_REPOSITORY = "registry.k8s.io/nfd/node-feature-discovery"
-
-
-def _set(values: dict[str, Any], path: tuple[str, ...], key: str, value: Any) -> None:
-    node = values
-    for part in path:
-        node = node.setdefault(part, {})
-    node[key] = value
-
 
 @dataclass(frozen=True)
 class GpuOperatorArgs:
@@ -70,8 +32,10 @@ class GpuOperatorArgs:
     """`driver.enabled`."""
     device_plugin_enabled: bool = False
     """`devicePlugin.enabled`."""
-    image_registry: str | None = None
-    """A mirror every image of the chart and its NFD subchart is pulled through; None keeps the upstreams."""
+    mirrors: Mirrors = field(default_factory=Mirrors)
+    """Where every image of the chart and its NFD subchart is pulled from (NFD's registry.k8s.io image first of all:
+    without NFD no operand DaemonSet is ever created)."""
+    chart_source: ChartSource | None = None
     timeout_seconds: int = 600
     """How long Helm waits for the release."""
     ready: Sequence[pulumi.Resource] = ()
@@ -81,7 +45,7 @@ class GpuOperatorArgs:
 
 
 def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
-    """The Helm values: toolkit on, driver and device plugin as args say, CDI as args say, images mirrored."""
+    """The Helm values: toolkit on, driver and device plugin as args say, CDI as args say."""
     values: dict[str, Any] = {
         # false: the host driver stays; an operator driver container would fight it for the kernel modules.
         "driver": {"enabled": args.driver_enabled},
@@ -95,10 +59,6 @@ def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
         # Helm never deletes crds/ on uninstall; the chart's pre-delete hook does, so destroy leaves none behind.
         "operator": {"cleanupCRD": True},
     }
-    if args.image_registry:
-        for path, upstream in IMAGE_REPOSITORIES.items():
-            _set(values, path, "repository", mirrored(upstream, args.image_registry))
-        _set(values, NFD_IMAGE_PATH, "repository", mirrored(NFD_IMAGE_REPOSITORY, args.image_registry))
     return values
 
 
@@ -107,25 +67,25 @@ class GpuOperator(pulumi.ComponentResource):
 
     release: k8s.helm.v3.Release
     toolkit_ready: ReadyGate
+    images: list[str]
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:GpuOperator", name, None, opts)
-        self.release = install_chart(
-            self,
-            name,
-            ChartRelease(
-                CHART,
-                CHART,
-                args.version,
-                args.namespace,
-                operator_values(args),
-                repo=REPOSITORY,
-                # The toolkit and validator DaemonSets mount host paths; a restricted PSA default would reject them.
-                namespace_labels={"pod-security.kubernetes.io/enforce": "privileged"},
-                timeout_seconds=args.timeout_seconds,
-            ),
-            after=args.ready,
+        spec = ChartRelease(
+            CHART,
+            CHART,
+            args.version,
+            args.namespace,
+            operator_values(args),
+            repo=REPOSITORY,
+            # The toolkit and validator DaemonSets mount host paths; a restricted PSA default would reject them.
+            namespace_labels={"pod-security.kubernetes.io/enforce": "privileged"},
+            timeout_seconds=args.timeout_seconds,
+            source=args.chart_source,
+            mirrors=args.mirrors,
         )
+        self.release = install_chart(self, name, spec, after=args.ready)
+        self.images = sorted({*release_images(spec), args.gate_image})
         # helm --wait ends with the operator Deployment; the toolkit DaemonSet (and with it the nvidia-legacy
         # runtime HAMi needs) comes later, and the ClusterPolicy's state says when.
         self.toolkit_ready = ReadyGate(

@@ -44,6 +44,8 @@ class ProofOutputs:
     """The stack outputs of the proof: `verification`, `report`, `isolationNote` (and `ghostQuota` for HAMi)."""
 
     outputs: dict[str, Any] = field(default_factory=dict)
+    images: tuple[str, ...] = ()
+    """The proof Pods' and the verifier's images, after mirroring."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""Golden plans: `python -m tests.golden.regenerate` rewrites tests/golden/<stack>.json; `--check` diffs them.
+"""Golden plans: `python -m tests.golden.regenerate` rewrites tests/golden/<name>.json; `--check` diffs them.
 
 A PR's diff of these files is its preview diff, without credentials. Long strings (probe sources, scripts)
-are replaced by their digest, so the file stays readable while any change to them still shows.
+are replaced by their digest, so the file stays readable while any change to them still shows. Each stack has
+a second golden plan, `<stack>-mirrored.json`: the same stack behind registry mirrors and a private chart registry.
 """
 
 from __future__ import annotations
@@ -16,13 +17,42 @@ from components.plan_view.golden import GOLDEN_DIR, sanitize
 
 GOLDEN = GOLDEN_DIR
 
+MIRROR_HOST = "harbor.example.com"
+MIRRORED = [
+    "gpushare:registryMirrors={"
+    + ", ".join(f'"{upstream}": "{MIRROR_HOST}/{project}"' for upstream, project in (
+        ("docker.io", "dockerhub"), ("nvcr.io", "nvcr"), ("ghcr.io", "ghcr"), ("registry.k8s.io", "k8s"),
+        ("reg.kyverno.io", "kyverno"), ("registry.cn-hangzhou.aliyuncs.com", "aliyun")))
+    + "}",
+]
+"""Every upstream registry through its own mirror project."""
+
+
+def chart_sources(stack: str) -> list[str]:
+    """Every chart the stack installs from oci://harbor.example.com/charts."""
+    from components.config import _alias, parse
+    from components.plan import _as_pulumi_config, read_stack_config
+
+    config, _ = read_stack_config(stack, [])
+    charts = parse(_as_pulumi_config(config)).chart_pins()
+    return [f"gpushare:chartSources.{_alias(chart)}.repository=oci://{MIRROR_HOST}/charts" for chart in charts]
+
 
 def stacks() -> list[str]:
     return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
 
 
-def render(stack: str) -> str:
-    plan = run(stack)
+def variants() -> dict[str, tuple[str, list[str]]]:
+    """Golden file name → (stack, `-c` overrides): each stack as shipped, and mirrored."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for stack in stacks():
+        found[stack] = (stack, [])
+        found[f"{stack}-mirrored"] = (stack, [*MIRRORED, *chart_sources(stack)])
+    return found
+
+
+def render(stack: str, overrides: list[str] | None = None) -> str:
+    plan = run(stack, overrides or [])
     return json.dumps(sanitize(plan.as_dict()), indent=2, sort_keys=True) + "\n"
 
 
@@ -31,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail with a diff instead of rewriting")
     args = parser.parse_args(argv)
     drift = False
-    for stack in stacks():
-        path = GOLDEN / f"{stack}.json"
-        fresh = render(stack)
+    for name, (stack, overrides) in variants().items():
+        path = GOLDEN / f"{name}.json"
+        fresh = render(stack, overrides)
         if not args.check:
             path.write_text(fresh)
             print(f"wrote {path.relative_to(ROOT)}")
@@ -42,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         if old != fresh:
             drift = True
             sys.stdout.writelines(difflib.unified_diff(
-                old.splitlines(True), fresh.splitlines(True), f"golden/{stack}.json", f"planned/{stack}.json"))
+                old.splitlines(True), fresh.splitlines(True), f"golden/{name}.json", f"planned/{name}.json"))
     return 1 if drift else 0
 
 

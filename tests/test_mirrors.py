@@ -1,0 +1,177 @@
+"""Registry mirrors and chart sources: the one mirroring rule, its config and refusals, and where charts come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.config import ConfigError, parse
+from components.gpu import isolator
+from components.gpu.chart import ChartRelease, ChartSource, chart_location
+from components.images import Mirrors, mirrored, split_reference
+from components.plan import _as_pulumi_config, main, read_stack_config
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _parse(stack: str, *overrides: str):
+    config, _ = read_stack_config(stack, list(overrides))
+    return parse(_as_pulumi_config(config))
+
+
+def _refusal(stack: str, *overrides: str) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        _parse(stack, *overrides)
+    return caught.value
+
+
+# --- the rule -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("image", "host", "rest"),
+    [
+        ("python:3.12-slim-bookworm", "docker.io", "library/python:3.12-slim-bookworm"),
+        ("nvidia/cuda:12.4.1-base-ubuntu22.04", "docker.io", "nvidia/cuda:12.4.1-base-ubuntu22.04"),
+        ("docker.io/python:3", "docker.io", "library/python:3"),
+        ("index.docker.io/projecthami/hami:v2.9.0", "docker.io", "projecthami/hami:v2.9.0"),
+        ("nvcr.io/nvidia/k8s/container-toolkit:v1.20.0", "nvcr.io", "nvidia/k8s/container-toolkit:v1.20.0"),
+        ("registry.local:5000/x:1", "registry.local:5000", "x:1"),
+    ],
+)
+def test_an_image_reference_splits_into_its_registry_host_and_path(image: str, host: str, rest: str) -> None:
+    assert split_reference(image) == (host, rest)
+
+
+def test_each_upstream_goes_to_its_own_mirror_and_the_rest_to_the_default() -> None:
+    mirrors = Mirrors(by_host={"docker.io": "harbor.example.com/dockerhub", "nvcr.io": "harbor.example.com/nvcr"},
+                      default="registry.local:5000/all")
+    assert mirrors.image("python:3.12") == "harbor.example.com/dockerhub/library/python:3.12"
+    assert mirrors.image("nvcr.io/nvidia/gpu-operator:v26.7.0") == "harbor.example.com/nvcr/nvidia/gpu-operator:v26.7.0"
+    assert mirrors.image("ghcr.io/org/img:1") == "registry.local:5000/all/org/img:1"
+
+
+def test_an_upstream_without_a_mirror_is_pulled_from_upstream() -> None:
+    mirrors = Mirrors(by_host={"docker.io": "harbor.example.com/dockerhub"})
+    assert mirrors.image("ghcr.io/org/img:1") == "ghcr.io/org/img:1"
+    assert mirrors.location("ghcr.io/kai-scheduler/kai-scheduler") == "ghcr.io/kai-scheduler/kai-scheduler"
+    assert not mirrors.is_mirrored("ghcr.io/org/img:1")
+
+
+def test_a_chart_registry_value_keeps_its_path_behind_the_mirror() -> None:
+    mirrors = Mirrors(by_host={"ghcr.io": "harbor.example.com/ghcr", "docker.io": "harbor.example.com/dockerhub"})
+    assert mirrors.location("docker.io") == "harbor.example.com/dockerhub"
+    kai = "ghcr.io/kai-scheduler/kai-scheduler"
+    assert mirrors.location(kai) == "harbor.example.com/ghcr/kai-scheduler/kai-scheduler"
+
+
+def test_no_mirror_leaves_every_image_as_written() -> None:
+    assert not Mirrors()
+    assert mirrored("python:3.12", None) == mirrored("python:3.12", Mirrors()) == "python:3.12"
+
+
+# --- config -----------------------------------------------------------------------------------------------------
+
+
+def test_registry_mirrors_and_image_registry_make_one_mirrors_object() -> None:
+    cfg = _parse("cluster", 'gpushare:registryMirrors={"nvcr.io": "harbor.example.com/nvcr"}',
+                 "gpushare:imageRegistry=registry.local:5000/all")
+    assert cfg.mirrors == Mirrors(by_host={"nvcr.io": "harbor.example.com/nvcr"}, default="registry.local:5000/all")
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "fix"),
+    [
+        ('gpushare:registryMirrors={"docker": "harbor.example.com/dockerhub"}', 'gpushare:registryMirrors["docker"]',
+         "such as docker.io"),
+        ('gpushare:registryMirrors={"https://nvcr.io": "harbor.example.com/nvcr"}',
+         'gpushare:registryMirrors["https://nvcr.io"]', "such as docker.io"),
+        ('gpushare:registryMirrors={"nvcr.io": "harbor.example.com/NVCR"}', 'gpushare:registryMirrors["nvcr.io"]',
+         "harbor.example.com/dockerhub"),
+        ('gpushare:registryMirrors={"nvcr.io": "harbor.example.com/nvcr/"}', 'gpushare:registryMirrors["nvcr.io"]',
+         "without"),
+        ("gpushare:imageRegistry=https://harbor.example.com", "gpushare:imageRegistry", "host and path only"),
+    ],
+)
+def test_a_mirror_that_is_no_image_reference_part_is_refused_naming_the_key(override: str, key: str, fix: str) -> None:
+    err = _refusal("cluster", override)
+    assert err.key == key and fix in err.problem
+    assert "\n" not in str(err)
+
+
+def test_a_chart_source_with_both_or_neither_is_refused() -> None:
+    err = _refusal("k3s", 'gpushare:chartSources={"hami": {"repository": "oci://h.example/c", "path": "charts/hami"}}')
+    assert err.key == "gpushare:chartSources.hami" and "exactly one" in err.problem
+
+
+def test_a_chart_repository_that_is_no_oci_or_https_url_is_refused() -> None:
+    err = _refusal("k3s", 'gpushare:chartSources={"hami": {"repository": "harbor.example.com/charts"}}')
+    assert err.key == "gpushare:chartSources.hami.repository" and "oci://" in err.problem
+
+
+def test_an_unknown_chart_is_refused_with_the_known_ones() -> None:
+    err = _refusal("k3s", 'gpushare:chartSources={"hammi": {"repository": "oci://h.example/c"}}')
+    assert err.key == "gpushare:chartSources.hammi" and "hami" in err.problem
+
+
+def _local_chart(root: Path, name: str, version: str) -> Path:
+    chart = root / name
+    chart.mkdir()
+    (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: {version}\n")
+    return chart
+
+
+def test_a_local_chart_of_another_version_is_refused(tmp_path: Path) -> None:
+    chart = _local_chart(tmp_path, "hami", "2.10.0")
+    err = _refusal("k3s", f'gpushare:chartSources={{"hami": {{"path": "{chart}"}}}}')
+    assert err.key == "gpushare:chartSources.hami.path"
+    assert "hami 2.10.0" in err.problem and "pins hami 2.9.0" in err.problem
+
+
+def test_a_missing_local_chart_is_refused_with_the_helm_pull_that_fills_it(tmp_path: Path) -> None:
+    err = _refusal("k3s", f'gpushare:chartSources={{"hami": {{"path": "{tmp_path / "nothing"}"}}}}')
+    assert err.key == "gpushare:chartSources.hami.path" and "helm pull --untar --version 2.9.0" in err.problem
+
+
+def test_a_refused_chart_source_registers_nothing(tmp_path: Path, capsys) -> None:
+    assert main(["k3s", "-c", f'gpushare:chartSources={{"hami": {{"path": "{tmp_path}"}}}}']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: gpushare:chartSources.hami.path: ") and err.count("\n") == 1
+
+
+# --- where charts come from ---------------------------------------------------------------------------------------
+
+
+def _spec(source: ChartSource | None) -> ChartRelease:
+    return ChartRelease("hami", "hami", "2.9.0", "kube-system", {}, repo="https://project-hami.github.io/HAMi",
+                        source=source)
+
+
+def test_a_chart_comes_from_its_public_repository_by_default() -> None:
+    assert chart_location(_spec(None)) == ("hami", "https://project-hami.github.io/HAMi")
+
+
+def test_a_chart_from_a_private_oci_registry_is_that_registrys_reference() -> None:
+    assert chart_location(_spec(ChartSource(repository="oci://harbor.example.com/charts/"))) == (
+        "oci://harbor.example.com/charts/hami", None)
+
+
+def test_a_chart_from_a_private_helm_repository_keeps_its_name() -> None:
+    assert chart_location(_spec(ChartSource(repository="https://charts.example.com"))) == (
+        "hami", "https://charts.example.com")
+
+
+def test_a_local_chart_is_installed_from_its_directory_at_the_pinned_version(plan_stack, tmp_path: Path) -> None:
+    chart = _local_chart(tmp_path, "hami", "2.9.0")
+    inputs = plan_stack("k3s", f'gpushare:chartSources={{"hami": {{"path": "{chart}"}}}}').one(
+        RELEASE, "hami-release")["inputs"]
+    assert (inputs["chart"], inputs["version"]) == (str(chart), "2.9.0")
+    assert "repositoryOpts" not in inputs
+
+
+def test_a_kai_chart_from_a_private_oci_registry_keeps_the_pinned_version(plan_stack) -> None:
+    plan = plan_stack("gke", 'gpushare:chartSources={"kai": {"repository": "oci://harbor.example.com/charts"}}')
+    inputs = plan.one(RELEASE, "kai-release")["inputs"]
+    assert (inputs["chart"], inputs["version"]) == ("oci://harbor.example.com/charts/kai-scheduler", "v0.17.0")
+    assert plan.one(RELEASE, "isolator-release")["inputs"]["chart"] == isolator.CHART  # the others stay public
