@@ -116,6 +116,7 @@ LinuxUser = Annotated[str, AfterValidator(validate.linux_user)]
 AbsolutePath = Annotated[str, AfterValidator(validate.absolute_path)]
 Port = Annotated[int, AfterValidator(validate.port)]
 FiniteGiB = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+HourlyUsd = Annotated[float, Field(ge=0, le=10_000, allow_inf_nan=False)]
 
 
 # --- the cards -------------------------------------------------------------------------------------------
@@ -159,8 +160,10 @@ class GkeConfig(_Model):
     """GKE-managed driver version; the toolkit is GKE's, so the driver must be too."""
     spot: bool = False
     """Spot nodes for the GPU pool."""
-    hourly_cost_usd: float = 1.35
-    """What the pool costs an hour, shown in the outputs (3 × n1-standard-2 + 3 × T4, on-demand)."""
+    machine_hourly_usd: HourlyUsd | None = None
+    """What one node's machine costs an hour (on-demand or Spot, as `spot` says); gives costNote its figure."""
+    gpu_hourly_usd: HourlyUsd | None = None
+    """What one attached GPU costs an hour; unset, costNote gives no figure."""
 
 
 class VmConfig(_Model):
@@ -184,8 +187,10 @@ class VmConfig(_Model):
     """Explicit opt-in to admit 0.0.0.0/0 to SSH and the API."""
     ssh_user: LinuxUser = "ubuntu"
     """Login user for the bootstrap."""
-    hourly_cost_usd: float = 2.0
-    """What the VM costs an hour on Spot, shown in the outputs."""
+    machine_hourly_usd: HourlyUsd | None = None
+    """What the VM costs an hour (on-demand or Spot, as `spot` says; G2/G4/A2/A3 include their GPU)."""
+    gpu_hourly_usd: HourlyUsd | None = None
+    """What an attached GPU costs an hour (N1 machine types only)."""
 
     @field_validator("allowed_source_ranges")
     @classmethod
@@ -731,6 +736,13 @@ MOVED_KEYS: dict[tuple[str, str], str] = {
     ("cluster", "gpusPerNode"): "gpu.perNode",
 }
 """Keys that moved into the one GPU description: old section and key → the new key."""
+REPLACED_KEYS: dict[tuple[str, str], str] = {
+    (section, "hourlyCostUsd"): "replaced by a figure computed from the pool's shape: set "
+    f"{_key(section, 'machineHourlyUsd')} and {_key(section, 'gpuHourlyUsd')} (per machine and per GPU, at your "
+    "provider's on-demand or Spot prices)"
+    for section in ("gke", "vm")
+}
+"""Keys whose meaning changed: old section and key → what to set instead."""
 
 _WRONG_CHOICE: dict[tuple[str, str, str], str] = {
     ("gke", "toolkit", "gpu-operator"): "GKE installs and manages the driver and toolkit itself, and a GPU Operator "
@@ -977,6 +989,8 @@ def _check_shape(data: Mapping[str, Any]) -> type[_Stack]:
         if key in own:
             if isinstance(value, Mapping):
                 for inner in value:
+                    if (key, str(inner)) in REPLACED_KEYS:
+                        raise ConfigError(_key(key, inner), REPLACED_KEYS[(key, str(inner))])
                     moved = MOVED_KEYS.get((key, str(inner)))
                     if moved is not None:
                         raise ConfigError(_key(key, inner), f"moved: set {_key(moved)} instead (one GPU description "

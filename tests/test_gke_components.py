@@ -137,7 +137,7 @@ def test_gke_outputs_name_cluster_pool_nodes_and_cost() -> None:
     assert out["clusterName"] == "kai-hami-test"
     assert out["nodePoolName"] == "gpu-pool"
     assert out["gpuNodeCount"] == 3
-    assert "$1.35/hour" in out["costNote"]
+    assert "3 × n1-standard-2 + 3 × nvidia-tesla-t4, on-demand" in out["costNote"]
 
 
 # --- KAI --------------------------------------------------------------------------------------------------

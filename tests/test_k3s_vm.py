@@ -10,7 +10,7 @@ import yaml
 from components.config import ConfigError
 from components.mocks import VM_EXTERNAL_IP, GpushareMocks
 from components.platform import k3s_bootstrap as kb
-from components.platform.k3s_vm import boot_disk_type, cost_note, network_tag
+from components.platform.k3s_vm import boot_disk_type, network_tag
 
 INSTANCE = "gcp:compute/instance:Instance"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -143,10 +143,11 @@ def test_k3s_boot_disk_type_follows_the_machine_series():
     assert boot_disk_type("g2-standard-8") == "pd-balanced"
 
 
-def test_k3s_cost_note_says_spot_and_its_price():
-    assert "$2.00/h" in cost_note(2.0, spot=True)
-    assert "Spot" in cost_note(2.0, spot=True)
-    assert "Spot" not in cost_note(3.5, spot=False)
+def test_k3s_cost_note_says_spot_and_the_price_it_is_given(plan_stack):
+    assert "$2.50/hour" in plan_stack("k3s", "gpushare:vm.machineHourlyUsd=2.5").outputs["costNote"]
+    assert "Spot" in plan_stack("k3s").outputs["costNote"]
+    on_demand = plan_stack("k3s", "gpushare:vm.spot=false", "gpushare:vm.machineHourlyUsd=3.5").outputs["costNote"]
+    assert "Spot" not in on_demand and "on-demand" in on_demand
 
 
 def test_k3s_bootstrap_steps_run_in_order(plan_stack):

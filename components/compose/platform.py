@@ -7,6 +7,7 @@ import dataclasses
 import pulumi
 import pulumi_gcp as gcp
 
+from components import pricing
 from components.compose.kubeconfig import check_kubeconfig, read_kubeconfig
 from components.config import GKE_NATIVE, ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
 from components.contracts.cluster import ClusterFacts, GpuFacts
@@ -61,6 +62,28 @@ def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
     )
 
 
+def gke_cost_note(cfg: GkeStack) -> str:
+    section, card = cfg.gke, GPU_MODELS.get(cfg.gpu.type)
+    shape = pricing.PoolShape(section.machine_type, section.node_count, cfg.gpu.type, cfg.gpu.per_node, section.spot,
+                              gpu_in_machine_price=bool(card and card.bundled_with_machine))
+    prices = pricing.Prices(section.machine_hourly_usd, section.gpu_hourly_usd)
+    keys = "gpushare:gke.machineHourlyUsd and gpushare:gke.gpuHourlyUsd"
+    stop = f"`pulumi destroy -s {pulumi.get_stack()}` stops it (a failed `up` leaves the cluster running)"
+    return pricing.cost_note(shape, prices, price_keys=keys, stop=stop)
+
+
+def vm_cost_note(cfg: K3sVmStack) -> str:
+    section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
+    shape = pricing.PoolShape(section.machine_type, 1, cfg.gpu.type, 1, section.spot,
+                              gpu_in_machine_price=bool(card and card.bundled_with_machine))
+    prices = pricing.Prices(section.machine_hourly_usd, section.gpu_hourly_usd)
+    keys = "gpushare:vm.machineHourlyUsd" + ("" if shape.gpu_in_machine_price else " and gpushare:vm.gpuHourlyUsd")
+    destroy = f"`pulumi destroy -s {pulumi.get_stack()}` stops the billing"
+    spot = ("Spot: may be reclaimed at any time and is then stopped, not restarted; start it again and re-run "
+            "`pulumi up` for a fresh proof; ")
+    return pricing.cost_note(shape, prices, price_keys=keys, stop=(spot if section.spot else "") + destroy)
+
+
 def gke_platform(cfg: GkeStack) -> ClusterFacts:
     """A GkeCluster, and the facts the GPU software needs from it."""
     args = gke_cluster_args(cfg)
@@ -75,8 +98,7 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
             "clusterName": cluster.cluster.name,
             "nodePoolName": cluster.node_pool.name,
             "gpuNodeCount": args.node_count,
-            "costNote": gke.cost_note(cfg.gke.hourly_cost_usd, args.node_count, args.machine_type, args.gpu_type,
-                                      args.spot, pulumi.get_stack()),
+            "costNote": gke_cost_note(cfg),
         },
         deleted_with=cluster.cluster,
     )
@@ -135,7 +157,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
             "externalIp": vm.external_ip,
             "sshCommand": ssh,
             "kubeconfig": bootstrap.kubeconfig,
-            "costNote": k3s_vm.cost_note(section.hourly_cost_usd, section.spot),
+            "costNote": vm_cost_note(cfg),
             "sshPrivateKey": vm.private_key,
         },
         deleted_with=vm.instance,

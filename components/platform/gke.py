@@ -186,11 +186,3 @@ class GkeCluster(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
             }
         )
-
-
-def cost_note(hourly_usd: float, node_count: int, machine_type: str, gpu_type: str, spot: bool,
-              stack: str = "gke") -> str:
-    """The one-line cost reminder the stack outputs carry."""
-    pricing = "Spot" if spot else "on-demand"
-    return (f"about ${hourly_usd:.2f}/hour while the pool runs ({node_count} × {machine_type} + "
-            f"{node_count} × {gpu_type}, {pricing}); `pulumi destroy -s {stack}` stops it")

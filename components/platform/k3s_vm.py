@@ -50,15 +50,6 @@ def host_key_cloud_config(private_key_openssh: str, public_key_openssh: str) -> 
     return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=True)
 
 
-def cost_note(hourly_usd: float, spot: bool) -> str:
-    """One line for the outputs: what the VM costs while it runs, and what Spot means for it."""
-    if spot:
-        return (f"about ${hourly_usd:.2f}/h while running (Spot: may be reclaimed at any time and is then stopped, "
-                "not restarted; start it again and re-run `pulumi up` for a fresh proof); `pulumi destroy` stops "
-                "the billing")
-    return f"about ${hourly_usd:.2f}/h while running (on-demand); `pulumi destroy` stops the billing"
-
-
 @dataclass(frozen=True)
 class GpuVmArgs:
     """One GPU VM: its shape, its boot disk, and who may reach SSH and the API."""
