@@ -209,6 +209,8 @@ class HostConfig(_Model):
     """SSH port."""
     private_key: SecretStr
     """SSH private key (set it with `pulumi config set --secret`)."""
+    host_key: Annotated[str, AfterValidator(validate.ssh_host_key)] | None = None
+    """The host's SSH key (a line of `ssh-keyscan -t ed25519 <address>`); unset trusts whatever key answers."""
 
 
 class K3sConfig(_Model):

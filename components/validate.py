@@ -152,6 +152,20 @@ def host_address(value: str) -> str:
     return value
 
 
+SSH_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa")
+
+
+def ssh_host_key(value: str) -> str:
+    """A host's public key as `ssh-keyscan` prints it, the leading host name dropped: `ssh-ed25519 AAAA…`."""
+    fields = value.split()
+    if fields and fields[0] not in SSH_KEY_TYPES:
+        fields = fields[1:]  # `ssh-keyscan HOST` puts the host first
+    if len(fields) < 2 or fields[0] not in SSH_KEY_TYPES or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", fields[1]):
+        raise ValueError(f"{value[:40]!r} is not an SSH host key; give one line of `ssh-keyscan -t ed25519 <address>`, "
+                         "such as 'ssh-ed25519 AAAAC3Nza…'")
+    return f"{fields[0]} {fields[1]}"
+
+
 def absolute_path(value: str) -> str:
     if not value.startswith("/") or any(c.isspace() for c in value) or "/../" in f"{value}/":
         raise ValueError(f"{value!r} is not an absolute path without spaces or '..'")

@@ -197,6 +197,26 @@ def test_bootstrap_checks_the_host_key_the_vm_was_born_with(fresh_plan: Callable
     assert seen["user-data"].startswith("#cloud-config\n") and f"ed25519_public: {public}" in seen["user-data"]
 
 
+def test_an_existing_hosts_bootstrap_checks_the_host_key_it_was_given(fresh_plan: Callable[..., Plan]) -> None:
+    scanned = "192.0.2.50 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostHostHostHostHostHostHostHostHostHost"
+    seen: set[str | None] = set()
+
+    def record(args: Any, state: dict[str, Any]) -> None:
+        if args.typ == "command:remote:Command":
+            seen.add(revealed(args.inputs["connection"]).get("hostKey"))
+
+    fresh_plan("k3s", [*EXISTING_HOST, f"gpushare:host.hostKey={scanned}"], mocks=GpushareMocks(override=record))
+    assert seen == {scanned.split(" ", 1)[1]}  # ssh-keyscan's leading host name dropped
+
+
+def test_a_host_key_that_is_not_one_is_refused_naming_the_key() -> None:
+    from components.config import ConfigError
+    from components.plan import run
+
+    with pytest.raises(ConfigError, match=r"gpushare:host\.hostKey.*ssh-keyscan"):
+        run("k3s", [*EXISTING_HOST, "gpushare:host.hostKey=not-a-key"])
+
+
 # --- GKE under a later `pulumi up` -----------------------------------------------------------------------------
 
 

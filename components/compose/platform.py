@@ -170,7 +170,8 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
     key = pulumi.Output.secret(host.private_key.get_secret_value())
     args = bootstrap_args(cfg, host.address, host.user, key)
     bootstrap = K3sBootstrap("k3s", dataclasses.replace(
-        args, port=host.port, uninstall_on_delete=True, cluster_identifier=f"k3s-host:{host.address}"
+        args, port=host.port, uninstall_on_delete=True, host_key=host.host_key,
+        cluster_identifier=f"k3s-host:{host.address}",
     ))
     return ClusterFacts(
         provider=bootstrap.provider,
