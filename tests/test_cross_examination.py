@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from components.incluster import judge
-from tests.helpers.recorded import edit_probe, load
+from tests.helpers.recorded import edit_probe, load, probe_line, set_compute_window
 
 
 def check(expect: Any, evidence: dict[str, Any], check_id: str) -> dict[str, Any]:
@@ -34,7 +34,8 @@ def test_memory_enforced_fails_on_a_refusal_far_below_the_quota_without_hami_cor
     failed = check(expect, evidence, "memory-enforced")
     assert failed["passed"] is False
     assert "no HAMi-core OOM line" in failed["observed"]
-    assert "refused at 1500 MiB, 2500 MiB below the quota, more than its 102 MiB context" in failed["observed"]
+    below = round(expect.limit_mib - 1500)
+    assert f"refused at 1500 MiB, {below} MiB below the quota, more than its" in failed["observed"]
 
 
 def test_memory_enforced_fails_when_the_probe_could_not_tell_whether_the_limit_held() -> None:
@@ -53,7 +54,8 @@ def test_memory_enforced_fails_when_the_probe_reported_not_ok() -> None:
 
 def test_memory_enforced_fails_when_the_views_shortfall_is_more_than_a_cuda_context() -> None:
     expect, evidence = load("cluster")
-    edit_probe(evidence, "gpu-slice-a", lambda r: r.update(visible_free_mib=1900, largest_alloc_mib=1900))
+    edit_probe(evidence, "gpu-slice-a", lambda r: r.update(visible_free_mib=r["visible_total_mib"] - 2100,
+                                                           largest_alloc_mib=r["visible_total_mib"] - 2100))
     failed = check(expect, evidence, "memory-enforced")
     assert failed["passed"] is False and "a 2100 MiB shortfall in the view is not a CUDA context" in failed["observed"]
 
@@ -62,7 +64,7 @@ def test_memory_enforced_fails_when_the_pod_held_another_size_than_planned() -> 
     expect, evidence = load("k3s")
     edit_probe(evidence, "hami-share-a", lambda r: r["phases"]["hold"].update(hold_mib=1024))
     failed = check(expect, evidence, "memory-enforced")
-    assert failed["passed"] is False and "held 1024 MiB, the plan asked for 6144" in failed["observed"]
+    assert failed["passed"] is False and f"held 1024 MiB, the plan asked for {expect.hold_mib}" in failed["observed"]
 
 
 # ---------------------------------------------------------------- neighbor-isolation
@@ -89,7 +91,7 @@ def test_neighbor_isolation_fails_on_a_bare_card_where_nothing_refuses_the_extra
     for pod in expect.pods:
         edit_probe(evidence, pod, lambda r: r["phases"]["hold"].update(extra_ok=True, extra_error=None))
     failed = check(expect, evidence, "neighbor-isolation")
-    assert failed["passed"] is False and "4096 MiB beyond the hold was not refused" in failed["observed"]
+    assert failed["passed"] is False and f"{expect.extra_mib} MiB beyond the hold was not refused" in failed["observed"]
 
 
 # ---------------------------------------------------------------- same-gpu
@@ -113,9 +115,11 @@ def test_same_gpu_fails_when_privileged_pods_see_every_card_and_measure_device_0
 def test_same_gpu_fails_when_the_allocation_annotation_names_another_size_than_the_slice() -> None:
     expect, evidence = load("cluster")
     annotations = evidence["pods"]["gpu-slice-b"]["annotations"]
-    annotations["hami.io/vgpu-devices-allocated"] = "GPU-fb0031a8-bcd7-e7b6-1fd9-5c81d4d627f9,NVIDIA,2000,30:;"
+    card = probe_line(evidence, "gpu-slice-b")["gpu_uuid"]
+    annotations["hami.io/vgpu-devices-allocated"] = f"{card},NVIDIA,2000,30:;"
     failed = check(expect, evidence, "same-gpu")
-    assert failed["passed"] is False and "allocates [2000] MiB, the slice is 4000 MiB" in failed["observed"]
+    assert failed["passed"] is False
+    assert f"allocates [2000] MiB, the slice is {expect.slice_mib} MiB" in failed["observed"]
 
 
 # ---------------------------------------------------------------- overcommit-rejected
@@ -123,14 +127,16 @@ def test_same_gpu_fails_when_the_allocation_annotation_names_another_size_than_t
 
 def test_overcommit_rejected_fails_when_the_pod_is_too_large_for_even_an_empty_card() -> None:
     expect, evidence = load("k3s")
-    failed = check(replace(expect, overcommit_mib=120000), evidence, "overcommit-rejected")
-    assert failed["passed"] is False and "asks 120000 MiB" in failed["observed"]
+    too_big = expect.card_mib + 1000
+    failed = check(replace(expect, overcommit_mib=too_big), evidence, "overcommit-rejected")
+    assert failed["passed"] is False and f"asks {too_big} MiB" in failed["observed"]
 
 
 def test_overcommit_rejected_fails_when_the_pod_would_fit_beside_the_slices() -> None:
     expect, evidence = load("k3s")
-    failed = check(replace(expect, overcommit_mib=50000), evidence, "overcommit-rejected")
-    assert failed["passed"] is False and "above the 81887 MiB left" in failed["observed"]
+    left = expect.card_mib - 2 * expect.slice_mib
+    failed = check(replace(expect, overcommit_mib=left - 1000), evidence, "overcommit-rejected")
+    assert failed["passed"] is False and f"above the {left} MiB left" in failed["observed"]
 
 
 def test_overcommit_rejected_ignores_an_event_left_over_from_an_earlier_pod_of_the_same_name() -> None:
@@ -154,7 +160,7 @@ def test_compute_limited_fails_when_the_probe_ran_under_another_sm_limit() -> No
 
 def test_compute_limited_fails_on_a_window_too_short_to_be_steady() -> None:
     expect, evidence = load("cluster")
-    edit_probe(evidence, "gpu-slice-a", lambda r: r.update(seconds=2), probe="compute")
+    edit_probe(evidence, "gpu-slice-a", lambda r: set_compute_window(r, 2), probe="compute")
     failed = check(expect, evidence, "compute-limited")
     assert failed["passed"] is False and "a 2 s window is too short" in failed["observed"]
 
@@ -204,13 +210,16 @@ def test_monitor_metrics_fails_on_series_without_the_pods_namespace() -> None:
 def test_monitor_metrics_fails_on_series_of_another_card() -> None:
     expect, evidence = load("kai")
     node = next(iter(evidence["metrics"]))
-    evidence["metrics"][node] = evidence["metrics"][node].replace("GPU-9acc8878", "GPU-0000dead")
+    card = probe_line(evidence, "kai-hami-lab12-a")["gpu_uuid"]
+    evidence["metrics"][node] = evidence["metrics"][node].replace(card, "GPU-0000dead-0000-0000-0000-000000000000")
     failed = check(expect, evidence, "monitor-metrics")
-    assert failed["passed"] is False and "on GPU-9acc8878-3967-5fb4-c534-43d6fd820fa6" in failed["observed"]
+    assert failed["passed"] is False and f"on {card}" in failed["observed"]
 
 
 def _per_shape(r: dict[str, Any]) -> None:
     """The compute probe's per-shape form: a share per kernel shape, the judged one named, a window per shape."""
+    if "share" in r:
+        return
     r.update(judged_shape="short_many", window_s=20, share={"short_many": r["ratio"]["many_blocks"], "few_long": 0.98},
              shapes={"short_many": {"window_s": 20, "warmup_s": 3.0}, "few_long": {"window_s": 20, "warmup_s": 3.0}})
     del r["ratio"], r["seconds"]

@@ -11,7 +11,7 @@ import pytest
 from components.contracts.proof import CHECK_IDS
 from components.incluster import judge, parse
 from components.incluster.evidence import ghost_quota
-from tests.helpers.recorded import FIXTURES, edit_probe, load
+from tests.helpers.recorded import FIXTURES, edit_probe, load, probe_line, set_compute_share
 
 
 def check(result: dict[str, Any], check_id: str) -> dict[str, Any]:
@@ -37,9 +37,10 @@ def test_findings_are_reported_but_never_fail_the_verdict() -> None:
     expect, evidence = load("cluster")
     result = judge.judge(expect, evidence)
     ids = {(f["pod"], f["id"]) for f in result["findings"]}
-    assert ("gpu-slice-a", "shared-cache-redirect") in ids
-    assert ("gpu-slice-a", "cuctxcreate-context") in ids
-    assert ("gpu-slice-b", "compute-few-blocks-unthrottled") in ids
+    recorded = {(pod, f["id"]) for pod in expect.pods for probe in ("memory", "compute")
+                for f in probe_line(evidence, pod, probe).get("findings") or []}  # fmt: skip
+    assert recorded and recorded <= ids  # every probe's finding, on the Pod that found it
+    assert any(f["bypassed"] is True for f in result["findings"])
     assert all(f.get("tried") and f.get("observed") for f in result["findings"])
     assert result["passed"] is True
 
@@ -47,7 +48,8 @@ def test_findings_are_reported_but_never_fail_the_verdict() -> None:
 def test_memory_enforced_reports_the_context_overhead() -> None:
     expect, evidence = load("cluster")
     observed = check(judge.judge(expect, evidence), "memory-enforced")["observed"]
-    assert "102" in observed
+    a = probe_line(evidence, "gpu-slice-a")
+    assert f"{a['visible_total_mib'] - a['visible_free_mib']}" in observed and "is the CUDA context" in observed
 
 
 # ---------------------------------------------------------------- planned checks
@@ -159,9 +161,10 @@ def test_neighbor_isolation_counts_keep_holding_as_holding() -> None:
     expect, evidence = load("kai")
 
     def later(r: dict[str, Any]) -> None:
-        r["phases"]["hold"].update(started_at="2026-08-12T05:20:00Z", ended_at="2026-08-12T05:20:30Z")
+        r["phases"]["hold"].update(started_at="2099-01-01T00:00:00Z", ended_at="2099-01-01T00:00:30Z")
 
-    edit_probe(evidence, "kai-hami-lab12-b", later)  # A keeps holding from 05:11:46 on
+    edit_probe(evidence, "kai-hami-lab12-a", lambda r: r.update(keep_holding_since=r["phases"]["hold"]["ended_at"]))
+    edit_probe(evidence, "kai-hami-lab12-b", later)  # A keeps holding while its Pod runs
     assert check(judge.judge(expect, evidence), "neighbor-isolation")["passed"] is True
 
 
@@ -257,7 +260,8 @@ def test_memory_enforced_fails_when_the_sweep_goes_past_the_quota() -> None:
     edit_probe(evidence, "gpu-slice-a", unlimited)
     failed = check(judge.judge(expect, evidence), "memory-enforced")
     assert failed["passed"] is False
-    assert "14930 MiB allocation succeeded" in failed["observed"] and "6 GiB" in failed["observed"]
+    assert "14930 MiB allocation succeeded" in failed["observed"]
+    assert "sweep sizes above the quota succeeded" in failed["observed"]
 
 
 def test_memory_enforced_fails_when_the_oom_line_names_another_limit() -> None:
@@ -295,19 +299,20 @@ def test_quota_injection_fails_when_the_register_annotation_lacks_the_card() -> 
     expect, evidence = load("k3s")
     evidence["nodes"]["hami-lab-rtx6000"]["annotations"]["hami.io/node-nvidia-register"] = "[]"
     failed = check(judge.judge(expect, evidence), "quota-injection")
-    assert failed["passed"] is False and "does not list GPU-3c4a3856" in failed["observed"]
+    card = probe_line(evidence, "hami-share-a")["gpu_uuid"]
+    assert failed["passed"] is False and f"does not list {card}" in failed["observed"]
 
 
 def test_compute_limited_fails_when_many_block_kernels_run_at_full_speed() -> None:
     expect, evidence = load("cluster")
-    edit_probe(evidence, "gpu-slice-a", lambda r: r["ratio"].update(many_blocks=0.97), probe="compute")
+    edit_probe(evidence, "gpu-slice-a", lambda r: set_compute_share(r, 0.97), probe="compute")
     failed = check(judge.judge(expect, evidence), "compute-limited")
     assert failed["passed"] is False and "0.97, expected 0.30" in failed["observed"]
 
 
 def test_compute_limited_fails_without_a_baseline() -> None:
     expect, evidence = load("cluster")
-    edit_probe(evidence, "gpu-slice-b", lambda r: r.update(ratio=None, baseline=None), probe="compute")
+    edit_probe(evidence, "gpu-slice-b", lambda r: set_compute_share(r, None), probe="compute")
     failed = check(judge.judge(expect, evidence), "compute-limited")
     assert failed["passed"] is False and "no share of an unlimited baseline" in failed["observed"]
 
@@ -415,7 +420,8 @@ def test_compute_limited_judges_only_the_pods_that_measure_compute() -> None:
     expect, evidence = load("cluster")
     expect = replace(expect, compute_pods=("gpu-slice-a",))
     lines = [
-        ln for ln in evidence["pods"]["gpu-slice-b"]["logs"].splitlines() if '"probe": "compute"' not in ln
+        ln for ln in evidence["pods"]["gpu-slice-b"]["logs"].splitlines()
+        if not (ln.startswith("{") and json.loads(ln).get("probe") == "compute")
     ]
     evidence["pods"]["gpu-slice-b"]["logs"] = "\n".join(lines) + "\n"
     assert check(judge.judge(expect, evidence), "compute-limited")["passed"] is True

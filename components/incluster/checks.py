@@ -191,6 +191,7 @@ def _whole_gpu(ev: Evidence, seen: list[str], problems: list[str]) -> None:
 
 
 def _view_totals(ev: Evidence, want: int) -> tuple[list[str], list[str]]:
+    """Both totals equal `want`: the view HAMi-core rewrites (cuMemGetInfo and NVML alike)."""
     results, problems = ev.all_memory()
     seen = []
     for name, r in results.items():
@@ -212,9 +213,24 @@ def _view_rewritten(ev: Evidence) -> Judgement:
 
 
 def _view_kept(ev: Evidence) -> Judgement:
+    """The whole card, as a fact: NVML reports the card as nvidia-smi does; cuMemGetInfo the card less what the
+    driver keeps back (616 MiB on an H200), never the slice."""
     e = ev.expect
-    problems, seen = _view_totals(ev, e.card_mib)
-    return _verdict(problems, f"not rewritten by {e.mechanism}: each Pod sees the whole {e.card_mib} MiB card", seen)
+    results, problems = ev.all_memory()
+    seen = []
+    for name, r in results.items():
+        cuda, nvml = r.get("visible_total_mib"), r.get("nvml_total_mib")
+        seen.append(f"{name}: CUDA {cuda} MiB, NVML {nvml} MiB")
+        if cuda is None or nvml is None:
+            problems.append(f"Pod {name}: a total is unknown (CUDA {cuda}, NVML {nvml}){probe_error(r)}")
+            continue
+        if int(nvml) != e.card_mib:
+            problems.append(f"Pod {name}: NVML total is {nvml} MiB, not the card's {e.card_mib}")
+        if not e.card_mib - MAX_CONTEXT_OVERHEAD_MIB <= int(cuda) <= e.card_mib:
+            problems.append(f"Pod {name}: cuMemGetInfo total is {cuda} MiB, not the {e.card_mib} MiB card")
+    return _verdict(
+        problems, f"not rewritten by {e.mechanism}: each Pod sees the whole {e.card_mib} MiB card", seen
+    )
 
 
 # ---------------------------------------------------------------- quota-injection

@@ -44,3 +44,19 @@ def probe_line(evidence: dict[str, Any], pod: str, probe: str = "memory") -> dic
         if line.startswith("{") and json.loads(line).get("probe") == probe:
             return json.loads(line)
     raise LookupError(f"no {probe} probe line in {pod}")
+
+
+def set_compute_share(result: dict[str, Any], share: float | None) -> None:
+    """Set the judged kernel shape's share of the baseline, in whichever form the compute probe reported it."""
+    if isinstance(result.get("share"), dict):
+        result["share"][result.get("judged_shape") or "short_many"] = share
+    else:
+        result["ratio"] = {**(result.get("ratio") or {}), "many_blocks": share}
+
+
+def set_compute_window(result: dict[str, Any], seconds: float) -> None:
+    """Set the measured window of the judged shape, in whichever form the compute probe reported it."""
+    result["seconds"] = result["window_s"] = seconds
+    judged = (result.get("shapes") or {}).get(result.get("judged_shape") or "short_many")
+    if isinstance(judged, dict):
+        judged["window_s"] = seconds
