@@ -458,7 +458,8 @@ class ChartSourceConfig(_Model):
     @field_validator("repository")
     @classmethod
     def _scheme(cls, repository: str | None) -> str | None:
-        if repository is not None and not repository.startswith(("oci://", "https://", "http://")):
+        if repository is not None and (not repository.startswith(("oci://", "https://", "http://"))
+                                       or any(c.isspace() for c in repository)):
             raise ValueError(
                 f"{repository!r} is neither oci://host/path nor an https:// Helm repository; write it as "
                 "oci://harbor.example.com/charts"
@@ -813,7 +814,13 @@ def _check_chart_sources(cfg: _Stack) -> None:
         if not chart_file.is_file():
             raise ConfigError(key, f"{chart_file} does not exist; unpack the chart there with `helm pull "
                                    f"--untar --version {version}`")
-        meta = yaml.safe_load(chart_file.read_text()) or {}
+        try:
+            meta = yaml.safe_load(chart_file.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, yaml.YAMLError, OSError):
+            meta = None
+        if not isinstance(meta, dict):
+            raise ConfigError(key, f"{chart_file} is not a chart's Chart.yaml (not a YAML mapping); unpack the chart "
+                                   f"there with `helm pull --untar --version {version}`")
         found = (str(meta.get("name")), str(meta.get("version")))
         if found[0] != CHART_NAMES[name] or found[1].lstrip("v") != version.lstrip("v"):
             raise ConfigError(key, f"{chart_file} is {found[0]} {found[1]}, but this stack pins "

@@ -112,12 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, help="policy config JSON (default: policies/config/STACK.json)")
     parser.add_argument("-c", action="append", default=[], metavar="KEY=VALUE", help="stack config override")
     args = parser.parse_args(argv)
-    from components.config import ConfigError
+    from components.contracts.errors import InputError
     from components.plan import PlanInputError, run
 
     try:
         plan = run(args.stack, args.c)
-    except (ConfigError, PlanInputError) as err:
+    except (InputError, PlanInputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     config = json.loads(args.config.read_text()) if args.config else None

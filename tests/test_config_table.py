@@ -260,6 +260,20 @@ BAD = [
     bad("cluster", "gpushare:gpuOperator.namespace=GPU", key="gpushare:gpuOperator.namespace"),
     bad("cluster", "gpushare:gpuOperator.devicePluginEnabled=true", key="gpushare:gpuOperator.devicePluginEnabled"),
     bad("cluster", "gpushare:gpuOperator.driverEnabled=maybe", key="gpushare:gpuOperator.driverEnabled"),
+    # --- registry mirrors and chart sources ---------------------------------------------------------------
+    bad("gke", "gpushare:registryMirrors={docker io: harbor.example.com/hub}", key="gpushare:registryMirrors"),
+    bad("gke", "gpushare:registryMirrors={docker.io: 'https://harbor.example.com'}", key="gpushare:registryMirrors"),
+    bad("gke", "gpushare:registryMirrors=[docker.io]", key="gpushare:registryMirrors"),
+    bad("gke", "gpushare:chartSources.kai.repository=ftp://charts.example.com", key="gpushare:chartSources.kai"),
+    bad("gke", "gpushare:chartSources.kai.repository=oci://charts example.com", key="gpushare:chartSources.kai"),
+    bad("gke", "gpushare:chartSources.kai={repository: 'oci://a.example/c', path: /charts}",
+        key="gpushare:chartSources.kai"),
+    bad("gke", "gpushare:chartSources.kai.path={tmp}", key="gpushare:chartSources.kai.path"),
+    bad("gke", "gpushare:chartSources.kai.path={tmp}/broken-chart", key="gpushare:chartSources.kai.path"),
+    bad("gke", "gpushare:chartSources.kai.path={tmp}/binary-chart", key="gpushare:chartSources.kai.path"),
+    bad("gke", "gpushare:chartSources.kai.path={tmp}/kai-chart", "gpushare:kai.version=v0.16.0",
+        key="gpushare:chartSources.kai.path"),
+    bad("k3s", "gpushare:chartSources.kai.repository=oci://a.example/c", key="gpushare:chartSources.kai"),
     # --- `-c` values that are not valid YAML, or not where they can go --------------------------------------
     bad("gke", "gpushare:verify=[1", key="gpushare:verify"),
     bad("gke", "gpushare:gke.zone={a", key="gpushare:gke.zone"),
@@ -300,6 +314,8 @@ GOOD = [
     ("cluster", "gpushare:hami.schedulerImageTag=v1.35.6"),
     ("cluster", "gpushare:verify.sliceMiB=7680", "gpushare:verify.holdGiB=6", "gpushare:verify.sweepGiB=[4, 8]"),
     ("cluster", "gpushare:hami.nodeLabel={example.com/gpu-pool: shared}"),
+    ("gke", "gpushare:chartSources.kai.path={tmp}/kai-chart"),
+    ("gke", "gpushare:registryMirrors={docker.io: harbor.example.com/dockerhub}"),
 ]  # fmt: skip
 
 
@@ -308,6 +324,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("inputs")
     (folder / "binary.bin").write_bytes(bytes(range(256)) * 4)
     (folder / "not-yaml.txt").write_text("clusters: [\n  - {name: a\n")
+    for name, content in (("broken-chart", b"name: [kai\n"), ("binary-chart", bytes(range(256))),
+                          ("kai-chart", b"apiVersion: v2\nname: kai-scheduler\nversion: v0.17.0\n")):
+        (folder / name).mkdir()
+        (folder / name / "Chart.yaml").write_bytes(content)
     return folder
 
 
