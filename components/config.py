@@ -498,6 +498,9 @@ class ExistingChartSources(HamiChartSources):
     """The `gpu-operator` chart."""
 
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+"""A relative chartSources path is read from here."""
+
 CHART_NAMES = {"hami": "hami", "gpu_operator": "gpu-operator", "kai": "kai-scheduler",
                "isolator": "kai-resource-isolator", "kyverno": "kyverno"}
 """Each chartSources key's chart, as its Chart.yaml names it."""
@@ -810,7 +813,9 @@ def _check_chart_sources(cfg: _Stack) -> None:
         if source is None or source.path is None:
             continue
         key = _key("chartSources", _alias(name), "path")
-        chart_file = Path(source.path).expanduser() / "Chart.yaml"
+        directory = Path(source.path).expanduser()
+        # Relative to the project directory, where `pulumi up` runs the program and Helm resolves the path.
+        chart_file = (directory if directory.is_absolute() else PROJECT_ROOT / directory) / "Chart.yaml"
         if not chart_file.is_file():
             raise ConfigError(key, f"{chart_file} does not exist; unpack the chart there with `helm pull "
                                    f"--untar --version {version}`")

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from components import airgap_doc
 from components.config import ConfigError, parse
 from components.gpu import isolator
 from components.gpu.chart import ChartRelease, ChartSource, chart_location
 from components.images import Mirrors, mirrored, split_reference
-from components.plan import _as_pulumi_config, main, read_stack_config
+from components.plan import ROOT, _as_pulumi_config, main, read_stack_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -175,3 +176,14 @@ def test_a_kai_chart_from_a_private_oci_registry_keeps_the_pinned_version(plan_s
     inputs = plan.one(RELEASE, "kai-release")["inputs"]
     assert (inputs["chart"], inputs["version"]) == ("oci://harbor.example.com/charts/kai-scheduler", "v0.17.0")
     assert plan.one(RELEASE, "isolator-release")["inputs"]["chart"] == isolator.CHART  # the others stay public
+
+
+def test_readme_air_gapped_lists_are_what_the_plans_pull() -> None:
+    readme = (ROOT / "README.md").read_text()
+    start, end = readme.index(airgap_doc.BEGIN), readme.index(airgap_doc.END) + len(airgap_doc.END)
+    assert readme[start:end] == airgap_doc.airgap_markdown(), "run: python -m components.airgap_doc --readme"
+
+
+def test_a_relative_local_chart_is_read_from_the_project_directory(tmp_path: Path) -> None:
+    err = _refusal("k3s", 'gpushare:chartSources={"hami": {"path": "charts/hami"}}')
+    assert str(ROOT / "charts" / "hami" / "Chart.yaml") in err.problem

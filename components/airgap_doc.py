@@ -1,0 +1,61 @@
+"""README's air-gapped lists: each stack's charts and every image it pulls, from the plan itself.
+
+    python -m components.airgap_doc            # print the lists
+    python -m components.airgap_doc --readme   # rewrite them in README.md between the markers
+
+The images are the plan's `images` output, which the chart image table (components/chart_images.py) and the
+values the stack sets derive; the charts are the plan's Helm releases. A test keeps README in step.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from components.plan import ROOT, run
+
+BEGIN = "<!-- air-gapped:begin -->"
+END = "<!-- air-gapped:end -->"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def stacks(root: Path = ROOT) -> list[str]:
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
+
+
+def _chart_row(inputs: dict[str, Any]) -> str:
+    repo = (inputs.get("repositoryOpts") or {}).get("repo")
+    chart = inputs["chart"]
+    where = f"`{chart}`" if chart.startswith("oci://") else f"`{chart}` from `{repo}`"
+    return f"| {where} | `{inputs['version']}` |"
+
+
+def stack_markdown(stack: str) -> str:
+    """One stack: its charts (chart and version) and the images it pulls, with no mirror set."""
+    plan = run(stack)
+    lines = [f"#### `{stack}`", ""]
+    releases = sorted(plan.find(RELEASE), key=lambda r: r["inputs"]["chart"])
+    if releases:
+        lines += ["| chart | version |", "|---|---|", *(_chart_row(r["inputs"]) for r in releases), ""]
+    else:
+        lines += ["No chart: GKE installs the sharing itself.", ""]
+    lines += ["```text", *plan.outputs["images"], "```"]
+    return "\n".join(lines)
+
+
+def airgap_markdown() -> str:
+    return "\n".join([BEGIN, *(f"{stack_markdown(stack)}\n" for stack in stacks()), END])
+
+
+def rewrite_readme(path: Path) -> None:
+    text = path.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    path.write_text(text[:start] + airgap_markdown() + text[end:])
+
+
+if __name__ == "__main__":
+    if "--readme" in sys.argv[1:]:
+        rewrite_readme(ROOT / "README.md")
+    else:
+        sys.stdout.write(airgap_markdown() + "\n")
