@@ -79,8 +79,9 @@ def vm_cost_note(cfg: K3sVmStack) -> str:
     prices = pricing.Prices(section.machine_hourly_usd, section.gpu_hourly_usd)
     keys = "gpushare:vm.machineHourlyUsd" + ("" if shape.gpu_in_machine_price else " and gpushare:vm.gpuHourlyUsd")
     destroy = f"`pulumi destroy -s {pulumi.get_stack()}` stops the billing"
-    spot = ("Spot: may be reclaimed at any time and is then stopped, not restarted; start it again and re-run "
-            "`pulumi up` for a fresh proof; ")
+    spot = ("Spot: may be reclaimed at any time and is then stopped, not restarted (its disk and reserved address "
+            "still bill); start it again, on the same address, and run `pulumi up` with a new gpushare:verify.runId "
+            "for a fresh proof; ")
     return pricing.cost_note(shape, prices, price_keys=keys, stop=(spot if section.spot else "") + destroy)
 
 
