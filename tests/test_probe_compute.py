@@ -1,4 +1,4 @@
-"""The compute probe without a GPU: its error path, the PTX it JITs, per-second work, the steady state, the findings.
+"""The compute probe without a GPU: its error path, the PTX it JITs, the window mean, calibration, shares, findings.
 
 A fake driver on a fake clock stands in for the GPU, throttled the way HAMi-core throttles many-block
 launches (full speed for the first 3 s, then about a third), so no test waits on real time.
@@ -65,7 +65,8 @@ class ThrottledGpu:
 
 def test_compute_probe_without_libcuda_prints_a_json_error_and_exits_nonzero(tmp_path: Path) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    argv = [sys.executable, str(PROBES / "compute.py"), "--json", "--seconds", "1", "--ready-file", str(tmp_path / "r")]
+    argv = [sys.executable, str(PROBES / "compute.py"), "--json", "--seconds", "1", "--baseline", "none",
+            "--ready-file", str(tmp_path / "r")]  # fmt: skip
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     last = json.loads(done.stdout.strip().splitlines()[-1])
@@ -87,76 +88,108 @@ def test_per_second_buckets_work_by_completion_second_and_drops_the_overrun() ->
     assert compute.per_second(completions, 3) == [2.0, 2.0, 4.0]
 
 
-def test_steady_state_is_the_median_after_the_first_5_seconds() -> None:
-    warm_then_throttled = [10.0, 10.0, 10.0, 9.0, 4.0, 3.0, 3.2, 2.9, 3.1, 50.0, 3.0]
-    assert compute.steady_state(warm_then_throttled) == 3.05  # median of the last six
-    assert compute.steady_state(warm_then_throttled) != pytest.approx(sum(warm_then_throttled) / 11)
+def test_window_mean_leaves_out_the_warm_up_and_keeps_the_spread_of_whole_seconds() -> None:
+    # Full speed (10/s) in the 3 s warm-up, then bursts: 9, 1, 9, 1 …
+    completions = [(t + 0.5, 10.0) for t in range(3)] + [(3 + t + 0.5, 9.0 if t % 2 == 0 else 1.0) for t in range(20)]
+    stats = compute.window_stats(completions, 3, 20)
+    assert stats["mean_per_s"] == pytest.approx(5.0)  # the bursts' mean, not the warm-up's 10
+    assert (stats["per_s_min"], stats["per_s_max"]) == (1.0, 9.0)
+    assert stats["per_s_stdev"] == pytest.approx(4.0)
 
 
-def test_steady_state_of_a_short_run_uses_its_second_half() -> None:
-    assert compute.steady_state([10.0, 10.0, 3.0, 3.0]) == 3.0
-    assert compute.steady_state([]) is None
+def _no_log(_line: str) -> None: ...
 
 
-def test_measure_reports_the_throttle_in_the_steady_state_not_the_mean() -> None:
+def test_measure_calibrates_each_shape_to_its_launch_length_and_reports_the_throttled_window() -> None:
     clock = FakeClock()
     gpu = ThrottledGpu(clock)
-    shapes = compute.measure(gpu, 20, {"many_blocks": None, "few_blocks": None}, lambda _line: None, clock)
-    many, few = shapes["many_blocks"], shapes["few_blocks"]
-    assert many["blocks"] == 132 * 16 and few["blocks"] == 2
-    assert many["steady_per_s"] == pytest.approx(3e13 * 0.33, rel=0.02)
-    assert many["work_per_s"] > many["steady_per_s"] * 1.1  # the first seconds ran unthrottled
-    assert few["steady_per_s"] == pytest.approx(few["work_per_s"], rel=0.05)  # two blocks are never throttled
-    assert len(many["timeline_per_s"]) == 20
-    # Calibrated launch lengths: ~2 ms for many_blocks (~6 ms once throttled), ~100 ms for few_blocks.
-    assert 2 <= many["launch_ms_median"] <= 12
-    assert 50 <= few["launch_ms_median"] <= 200
+    shapes, calibration = compute.measure(gpu, list(compute.SHAPES), 3, 20, {}, _no_log, clock)
+    assert calibration["short_many"]["blocks"] == 132 * 100
+    assert calibration["short_many"]["launch_ms"] == pytest.approx(0.5, rel=0.25)
+    assert calibration["long_many"]["launch_ms"] == pytest.approx(2.0, rel=0.25)
+    assert calibration["few_long"]["launch_ms"] == pytest.approx(100, rel=0.25)
+    short, few = shapes["short_many"], shapes["few_long"]
+    full = 3e13 / 1e9  # GFMA/s
+    assert short["mean_per_s"] == pytest.approx(full * 0.33, rel=0.05)  # the window is after the 3 s warm-up
+    assert few["mean_per_s"] == pytest.approx(2 * 128 * 5e8 / 1e9, rel=0.05)  # two blocks are never throttled
+    assert len(short["timeline_per_s"]) == 23 and short["window_s"] == 20
 
 
-def test_measure_uses_the_given_iterations_so_a_baseline_repeats_the_same_launches() -> None:
+def test_measure_repeats_the_baselines_launches_even_when_told_of_fewer_multiprocessors() -> None:
     clock = FakeClock()
     gpu = ThrottledGpu(clock)
-    compute.measure(gpu, 2, {"many_blocks": 1000, "few_blocks": 5000}, lambda _line: None, clock)
-    assert {iters for grid, _, iters in gpu.launches if grid > 8} == {1000}
-    assert {iters for grid, _, iters in gpu.launches if grid <= 8} == {5000}
+    gpu.sm_count = lambda: 38  # type: ignore[method-assign]  # an MPS client at 30 % is told of 38 of 132
+    shapes, calibration = compute.measure(
+        gpu, ["short_many"], 0, 1, {"short_many": 2541}, _no_log, clock, blocks={"short_many": 13200}
+    )
+    assert calibration == {}
+    assert {(grid, iters) for grid, _, iters in gpu.launches} == {(13200, 2541)}
+    assert shapes["short_many"]["blocks"] == 13200
 
 
-def _shape(steady: float) -> dict[str, Any]:
-    return {"steady_per_s": steady}
+def test_shares_divide_each_window_mean_by_the_baselines() -> None:
+    limited = {"short_many": {"mean_per_s": 5800.0}, "few_long": {"mean_per_s": 32.0}}
+    baseline = {"short_many": {"mean_per_s": 18000.0}, "few_long": {"mean_per_s": 69.6}}
+    assert compute.shares(limited, baseline) == {"short_many": 0.322, "few_long": 0.46}
+    assert compute.shares({"short_many": {"mean_per_s": 1.0}}, {}) == {"short_many": None}
 
 
-def test_ratio_and_findings_when_a_container_lifts_its_own_sm_limit() -> None:
-    limited = {"many_blocks": _shape(1.0e13), "few_blocks": _shape(2.9e9)}
-    baseline = {"many_blocks": _shape(3.0e13), "few_blocks": _shape(3.0e9)}
-    ratio = compute.ratios(limited, baseline)
-    assert ratio == {"many_blocks": pytest.approx(0.3333, abs=1e-4), "few_blocks": pytest.approx(0.9667, abs=1e-4)}
-    found = {f["id"]: f for f in compute.findings("30", ratio)}
-    assert found["compute-limit-disabled"]["bypassed"] is True
-    assert "CUDA_DISABLE_CONTROL=true" in found["compute-limit-disabled"]["tried"]
-    assert found["compute-limit-shape"]["bypassed"] is True
+def _measured(blocks: int) -> dict[str, Any]:
+    return {"blocks": blocks, "threads": 256, "launch_ms_median": 4.1}
 
 
-def test_findings_without_an_sm_limit_claim_no_bypass() -> None:
-    ratio = {"many_blocks": 1.0, "few_blocks": 1.0}
-    for env in (None, "0", "100"):
-        found = compute.findings(env, ratio)
-        assert [f["id"] for f in found] == ["compute-limit-disabled"]
-        assert found[0]["bypassed"] is None and "nothing to lift" in found[0]["observed"]
+def test_long_kernels_escape_hami_core_but_a_few_blocks_stay_inside_an_mps_partition() -> None:
+    share = {"short_many": 0.32, "long_many": 0.47, "few_long": 0.46}
+    measured = {"long_many": _measured(2112), "few_long": _measured(2)}
+    hami = {f["id"]: f for f in compute.shape_findings(share, 30, measured, "hami-core", 132)}
+    assert hami["long-kernels"]["bypassed"] is True and hami["few-block-kernels"]["bypassed"] is True
+    mps_share = {"short_many": 0.30, "long_many": 0.30, "few_long": 1.0}
+    mps = {f["id"]: f for f in compute.shape_findings(mps_share, 30, measured, "mps", 38)}
+    assert mps["long-kernels"]["bypassed"] is False
+    few = mps["few-block-kernels"]
+    assert few["bypassed"] is False and "fit in the 38 multiprocessors" in few["observed"]
 
 
-def test_findings_when_the_limit_did_not_bite_claim_no_bypass() -> None:
-    found = compute.findings("30", {"many_blocks": 0.97, "few_blocks": 1.0})
-    assert found[0]["bypassed"] is None and len(found) == 1
+def test_shape_findings_without_a_limit_or_baseline_say_why_nothing_was_judged() -> None:
+    measured = {"long_many": _measured(2112)}
+    (found,) = compute.shape_findings({"short_many": 1.0, "long_many": 1.0}, None, measured, "none", 132)
+    assert found["bypassed"] is None and found["why"] == "no compute limit is set here"
+    (found,) = compute.shape_findings({"short_many": None, "long_many": None}, 30, measured, "hami-core", 132)
+    assert found["bypassed"] is None and "no unlimited baseline" in found["why"]
 
 
-def test_result_file_truncation_keeps_valid_json_within_4096_bytes() -> None:
-    timeline = [12345678901234.5] * 600
-    shape = {"launches": 9000, "steady_per_s": 1.0e13, "timeline_per_s": timeline}
-    result = {"probe": "compute", "ok": True, "error": None, "ratio": {"many_blocks": 0.33, "few_blocks": 0.97},
-              "shapes": {"many_blocks": shape, "few_blocks": dict(shape)},
-              "baseline": {"many_blocks": dict(shape), "few_blocks": dict(shape)}}  # fmt: skip
-    text = compute.fit_result(result, compute.DROP_ORDER)
-    assert len(text.encode()) <= 4096
-    small = json.loads(text)
-    assert small["ratio"] == {"many_blocks": 0.33, "few_blocks": 0.97}
-    assert small["shapes"]["many_blocks"]["steady_per_s"] == 1.0e13
+def test_a_child_lifted_its_limit_when_it_ran_much_faster_than_this_limited_process() -> None:
+    tried = "the same launches in a child process with GPU_CORE_UTILIZATION_POLICY=disable"
+    # Beside a neighbour the child cannot reach 1.0: on the H200 it ran at 0.41 while the Pod ran at 0.317.
+    assert compute.lift_finding("utilization-policy-disabled", tried, 0.41, 0.317, 30)["bypassed"] is True
+    assert compute.lift_finding("utilization-policy-disabled", tried, 0.33, 0.317, 30)["bypassed"] is False
+    unlimited = compute.lift_finding("utilization-policy-disabled", tried, 1.0, 0.98, 30)
+    assert unlimited["bypassed"] is None and "did not hold in this process" in unlimited["why"]
+    failed = compute.lift_finding("mps-own-thread-percentage", tried, None, 0.3, 30, "exit 1")
+    assert failed["bypassed"] is None and "exit 1" in failed["observed"]
+
+
+@pytest.mark.parametrize(
+    ("env", "mechanism", "limit"),
+    [
+        ({"CUDA_DEVICE_SM_LIMIT": "30"}, "hami-core", 30),
+        ({"CUDA_DEVICE_SM_LIMIT_0": "25", "CUDA_DEVICE_SM_LIMIT": "30"}, "hami-core", 25),
+        ({"CUDA_DEVICE_SM_LIMIT": "0"}, "hami-core", None),
+        ({"CUDA_DEVICE_SM_LIMIT": "100"}, "hami-core", None),
+        ({"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}, "mps", 30),
+        ({}, "none", None),
+    ],
+)
+def test_limit_and_mechanism_come_from_the_env(env: dict[str, str], mechanism: str, limit: int | None) -> None:
+    assert compute.mechanism_of(env, []) == mechanism
+    assert compute.limit_percent(env, mechanism) == limit
+
+
+def test_result_file_truncation_keeps_the_shares_within_4096_bytes() -> None:
+    real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core" / "evidence.json"
+    result = json.loads(real.read_text())["gpu-slice-a"]["compute"]
+    assert len(json.dumps(result)) > 4096  # the H200's whole result does not fit a termination message
+    small = json.loads(compute.fit_result(result, compute.DROP_ORDER))
+    assert len(compute.fit_result(result, compute.DROP_ORDER).encode()) <= 4096
+    assert small["share"] == result["share"] and small["judged_shape"] == "short_many"
+    assert small["shapes"]["short_many"]["mean_per_s"] == result["shapes"]["short_many"]["mean_per_s"]

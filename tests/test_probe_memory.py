@@ -227,7 +227,8 @@ def _recorded(**over: Any) -> dict[str, Any]:
     [
         ({}, True),
         ({"expected_limit_mib": None}, None),
-        ({"visible_total_mib": 143_771}, False),  # the view is the whole card: no quota injected
+        ({"visible_total_mib": 143_771}, False),  # the view is the whole card and free is unknown
+        ({"visible_total_mib": 143_155, "visible_free_mib": 3833, "largest_alloc_mib": 3833}, True),  # MPS
         ({"largest_alloc_mib": 4001}, False),  # one MiB over the quota fitted
         ({"phases": {"hold": {"ok": True, "extra_ok": True}, "chunks": {"allocated_mib": 0}}}, False),
         ({"phases": {"hold": {"ok": False, "extra_ok": False}, "chunks": {"allocated_mib": 0}}}, False),
@@ -245,43 +246,139 @@ def test_ready_file_waits_for_an_enforced_limit() -> None:
     assert memory.should_mark_ready(_recorded(ok=False, limit_enforced=True)) is False
 
 
-def test_findings_report_a_fresh_shared_cache_and_a_created_context_as_bypasses() -> None:
-    driver = FakeDriver(physical_mib=143_771, quota_mib=4000, context_mib=518)
-    asked: list[tuple[str, int, str | None]] = []
+def _h200_hami_child(quota_mib: int, context_mib: int, parent_cache: str | None) -> Any:
+    """A child process as HAMi-core treated it on the H200: the cache file pins the quota, a fresh file is a new
+    one (its own env's limit then counts), the primary context is charged, a cuCtxCreate context is not."""
 
     def runner(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
-        cache = env.get("CUDA_DEVICE_MEMORY_SHARED_CACHE")
-        asked.append((mode, mib, cache))
-        fresh = bool(cache and cache.endswith("fresh.cache"))
-        # What the H200 under HAMi-core showed: a fresh cache file is a new quota; cuCtxCreate is not charged.
-        allocated = fresh or mode == "ctx-create"
+        fresh = env.get("CUDA_DEVICE_MEMORY_SHARED_CACHE") != parent_cache
+        limit = int(env["CUDA_DEVICE_MEMORY_LIMIT_0"].rstrip("m")) if fresh else quota_mib
+        held = 0 if fresh else quota_mib // 2 + context_mib  # the parent's hold and context, on a shared file
+        charged = (0 if mode == "ctx-create" else context_mib) + held
+        allocated = charged + mib <= limit
         return {"ok": True, "allocated": allocated, "cuda_error": None if allocated else "CUDA_ERROR_OUT_OF_MEMORY",
                 "stderr": "" if allocated else OOM_WITHOUT_THREAD + "\n"}  # fmt: skip
 
-    result = _measure(driver, runner, expect_limit_mib=4000, findings=True)
+    return runner
+
+
+def test_findings_report_a_fresh_cache_file_an_own_limit_and_a_created_context_as_bypasses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_DEVICE_MEMORY_LIMIT_0", "4000m")
+    monkeypatch.setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", "/tmp/pod.cache")
+    driver = FakeDriver(physical_mib=143_771, quota_mib=4000, context_mib=518)
+    result = _measure(driver, _h200_hami_child(4000, 518, "/tmp/pod.cache"), expect_limit_mib=4000, findings=True)
     by_id = {f["id"]: f for f in result["findings"]}
-    assert by_id["shared-cache-bypass"]["bypassed"] is True and by_id["shared-cache-bypass"]["allocated_mib"] == 3000
-    assert by_id["non-primary-context"]["bypassed"] is True and by_id["non-primary-context"]["allocated_mib"] == 3800
-    assert [(m, mib) for m, mib, _ in asked] == [("alloc", 3000), ("alloc", 3000), ("ctx-create", 3800)]
+    assert list(by_id) == ["fresh-cache-file", "own-limit-fresh-cache", "cuctxcreate-context"]
+    assert all(f["bypassed"] is True and "why" not in f for f in by_id.values())
+    assert "together 5000 MiB, over the 4000 MiB quota" in by_id["fresh-cache-file"]["observed"]
+    assert "was refused 8000 MiB" in by_id["own-limit-fresh-cache"]["observed"]  # the shared file pins the limit
+    assert "a fresh child was refused 3741 MiB" in by_id["cuctxcreate-context"]["observed"]
     assert OOM_WITHOUT_THREAD in result["hami_oom_lines"]
     assert result["limit_enforced"] is True  # findings are reported, never judged
 
 
+def test_created_context_is_not_called_a_bypass_when_a_fresh_primary_context_fits_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_DEVICE_MEMORY_LIMIT_0", "4000m")
+    runner = _h200_hami_child(4000, 0, "/tmp/pod.cache")  # a child whose primary context is charged nothing
+    found = memory.context_finding(3482, 518, 4000, runner, [])
+    assert found["bypassed"] is None and "cannot single out cuCtxCreate" in found["why"]
+
+
 def test_findings_on_a_bare_gpu_say_there_is_nothing_to_bypass() -> None:
     driver = FakeDriver(physical_mib=143_771, quota_mib=None, context_mib=518)
+    result = _measure(driver, _no_children, expect_limit_mib=4000, findings=True)
+    assert [f["bypassed"] for f in result["findings"]] == [None, None, None]
+    assert all("did not hold in this process itself" in f["why"] for f in result["findings"])
+
+
+class MpsDriver(FakeDriver):
+    """An MPS client with a pinned limit, as on the H200: the total is the card's, free is the pinned limit less
+    the client's context, and a refusal past it prints nothing."""
+
+    def __init__(self, pinned_mib: int, context_mib: int) -> None:
+        super().__init__(physical_mib=143_155, quota_mib=None, context_mib=context_mib)
+        self.pinned = pinned_mib * MIB
+
+    def mem_info(self) -> tuple[int, int]:
+        return self.pinned - self.used, self.physical
+
+    def try_alloc(self, nbytes: int) -> tuple[int | None, str | None]:
+        if self.used + nbytes > self.pinned:
+            self.calls += 1
+            return None, "CUDA_ERROR_OUT_OF_MEMORY"
+        return super().try_alloc(nbytes)
+
+
+def test_memory_probe_recognises_mps_enforcement_without_a_rewritten_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=4000M")
+    result = _measure(MpsDriver(pinned_mib=4000, context_mib=167), expect_limit_mib=4000, hold_mib=3072,
+                      extra_mib=2048)  # fmt: skip
+    assert result["mechanism"] == "mps"
+    seen = (result["visible_total_mib"], result["visible_free_mib"], result["largest_alloc_mib"])
+    assert seen == (143_155, 3833, 3833)
+    assert result["enforcement"] == {"view_rewritten": False, "free_within_limit": True, "oom_lines": 0}
+    assert result["limit_enforced"] is True and result["search_calls"] == 2
+
+
+def test_mps_findings_try_a_larger_pinned_limit_and_leaving_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=4000M")
+    asked: list[tuple[str, int, dict[str, str]]] = []
 
     def runner(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
-        return {"ok": True, "allocated": True, "cuda_error": None, "stderr": ""}
+        asked.append((mode, mib, env))
+        pinned = env.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "")
+        outside = "no-mps" in env.get("CUDA_MPS_PIPE_DIRECTORY", "")
+        allocated = outside or (pinned != "0=4000M" and mode == "alloc")
+        return {"ok": True, "allocated": allocated, "cuda_error": None if allocated else "CUDA_ERROR_OUT_OF_MEMORY",
+                "stderr": ""}  # fmt: skip
 
-    result = _measure(driver, runner, expect_limit_mib=4000, findings=True)
-    assert [f["bypassed"] for f in result["findings"]] == [None, None]
-    assert all("nothing to bypass" in f["observed"] for f in result["findings"])
+    result = _measure(MpsDriver(pinned_mib=4000, context_mib=167), runner, expect_limit_mib=4000, findings=True)
+    by_id = {f["id"]: f["bypassed"] for f in result["findings"]}
+    assert by_id == {"mps-own-pinned-limit": True, "mps-pipe-directory": True, "cuctxcreate-context": False}
+    assert [e.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT") for m, mib, e in asked[:2]] == ["0=4000M", "0=16000M"]
+
+
+@pytest.mark.parametrize("quota", [4000, 4147, 8000])
+@pytest.mark.parametrize("mechanism", ["hami-core", "mps"])
+def test_the_boundary_is_found_to_1_mib_within_log2_quota_plus_3_calls(quota: int, mechanism: str) -> None:
+    driver = (
+        FakeDriver(physical_mib=143_771, quota_mib=quota, context_mib=518)
+        if mechanism == "hami-core"
+        else MpsDriver(pinned_mib=quota, context_mib=167)
+    )
+    driver.use_primary_context()
+    free, total = (n // MIB for n in driver.mem_info())
+    alloc = memory.Allocator(driver)
+    largest, calls = memory.largest_allocation(alloc.fits, free, total)
+    assert largest == quota - (518 if mechanism == "hami-core" else 167)
+    assert not alloc.fits(largest + 1)
+    assert calls <= math.ceil(math.log2(quota)) + 3
+
+
+def test_preload_evidence_lists_what_should_load_and_maps_what_did(tmp_path: Path) -> None:
+    lib = tmp_path / "libvgpu.so"
+    lib.write_bytes(b"")
+    preload = tmp_path / "ld.so.preload"
+    preload.write_text(f"{lib}\n/usr/lib/missing.so\n")
+    maps = tmp_path / "maps"
+    maps.write_text(
+        f"7f00-7f01 r-xp 00000000 08:01 1 {lib}\n"
+        "7f02-7f03 r-xp 00000000 08:01 2 /usr/lib/libc.so.6\n"
+        "7f04-7f05 rw-p 00000000 00:00 0 [heap]\n"
+    )
+    found = memory.preload_evidence(str(preload), str(maps), env={"LD_PRELOAD": "/opt/other.so"})
+    assert found == {"listed": [str(lib), "/usr/lib/missing.so", "/opt/other.so"], "mapped": [str(lib)]}
+    assert memory.preload_evidence(str(tmp_path / "none"), str(maps), env={}) == {"listed": [], "mapped": [str(lib)]}
 
 
 def test_result_file_truncation_keeps_valid_json_within_4096_bytes() -> None:
     result = _recorded(limit_enforced=True, cuda_error="CUDA_ERROR_OUT_OF_MEMORY")
     result["hami_oom_lines"] = [OOM_WITH_THREAD] * 200
-    result["findings"] = [{"id": "shared-cache-bypass", "tried": "x" * 900, "observed": "y" * 900}] * 3
+    result["findings"] = [{"id": "fresh-cache-file", "tried": "x" * 900, "observed": "y" * 900}] * 3
     text = memory.fit_result(result, memory.DROP_ORDER)
     assert len(text.encode()) <= 4096
     small = json.loads(text)

@@ -278,11 +278,9 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
         )
     )
     assert expect.compute_pods == ("gpu-slice-a",)
-    card = "GPU-fb0031a8-bcd7-e7b6-1fd9-5c81d4d627f9"
-    compute = {"probe": "compute", "ok": True, "gpu_uuid": card, "seconds": 20,
-               "env": {"CUDA_DEVICE_SM_LIMIT": str(expect.cores_percent)},
-               "ratio": {"many_blocks": expect.cores_percent / 100, "few_blocks": 0.98}}  # fmt: skip
-    memory = {"probe": "memory", "gpu_uuid": card}
+    real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core" / "evidence.json"
+    recorded = json.loads(real.read_text())["gpu-slice-a"]  # the H200's output, unedited
+    compute, memory = recorded["compute"], {"probe": "memory", "gpu_uuid": recorded["memory"]["gpu_uuid"]}
     evidence = {
         "pods": {
             "gpu-slice-a": {"phase": "Running", "logs": json.dumps(compute) + "\n" + json.dumps(memory) + "\n"},

@@ -202,7 +202,8 @@ def test_verifier_fails_the_broken_hami_run_and_still_exits_zero(tmp_path: Path,
     assert rc == 0
     assert verdict["passed"] is False
     failed = {c["id"]: c for c in verdict["checks"] if not c["passed"]}
-    assert set(failed) == {"overcommit-rejected", "preload-mechanism"}
+    assert set(failed) == {"overcommit-rejected", "preload-mechanism", "memory-enforced"}
+    assert "the library is not there" in failed["memory-enforced"]["observed"]
     assert "was scheduled" in failed["overcommit-rejected"]["observed"]
     assert any(p.startswith("/api/v1/nodes/hami-lab-rtx6000") for p in api.requests)
 

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 MIB = 1 << 20
@@ -259,6 +259,38 @@ def write_result_file(path: str | None, text: str) -> None:
             f.write(text)
     except OSError as exc:
         print(f"cannot write result file {path}: {exc}", file=sys.stderr)
+
+
+def preload_evidence(
+    preload_file: str = "/etc/ld.so.preload", maps_file: str = "/proc/self/maps", env: Mapping[str, str] | None = None
+) -> dict[str, list[str]]:
+    """What should be preloaded (`listed`: /etc/ld.so.preload and LD_PRELOAD) and what is (`mapped`, from maps).
+
+    `mapped` holds the mapped files that are listed, or whose name starts with libvgpu: a listed library that
+    the loader could not load is listed and not mapped.
+    """
+    listed: list[str] = []
+    try:
+        with open(preload_file) as handle:
+            listed += [word for line in handle for word in line.split() if not word.startswith("#")]
+    except OSError:
+        pass
+    value = (os.environ if env is None else env).get("LD_PRELOAD") or ""
+    listed += [word for word in value.replace(":", " ").split() if word]
+    wanted = {os.path.realpath(path) for path in listed} | set(listed)
+    mapped: list[str] = []
+    try:
+        with open(maps_file) as handle:
+            for line in handle:
+                fields = line.split(None, 5)
+                path = fields[5].strip() if len(fields) == 6 else ""
+                if not path.startswith("/") or path in mapped:
+                    continue
+                if path in wanted or os.path.realpath(path) in wanted or os.path.basename(path).startswith("libvgpu"):
+                    mapped.append(path)
+    except OSError:
+        pass
+    return {"listed": listed, "mapped": mapped}
 
 
 def touch(path: str | None) -> None:

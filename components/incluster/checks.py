@@ -38,9 +38,9 @@ except ImportError:  # mounted flat in a Pod
 
 MIB = 1 << 20
 COMPUTE_TOLERANCE = 0.1
-"""How far the judged shape's share may sit from coresPercent/100 (H200 at 30 %: HAMi-core 0.32–0.37, MPS 0.29)."""
-MIN_COMPUTE_SECONDS = 10
-"""A shorter window measures start-up, not a steady share."""
+"""How far the judged shape's share may sit from coresPercent/100 (the H200 under HAMi-core: 0.32–0.33 at 30 %)."""
+MIN_COMPUTE_SECONDS = 20
+"""HAMi-core's limiter works in bursts: only a mean over 20 s after warm-up says anything (tests/fixtures/real)."""
 SEARCH_STEP_MIB = 1
 """The memory probe finds the largest allocation to 1 MiB."""
 MAX_CONTEXT_OVERHEAD_MIB = 1024
@@ -341,6 +341,20 @@ def _memory_hami_core_expected(e: Expectation) -> str:
     return text + ("; in the sweep no size above the quota succeeds" if e.sweep_gib else "")
 
 
+def _library_absent(e: Expectation, name: str, r: Mapping[str, Any]) -> list[str]:
+    """Under HAMi-core, the reason nothing can hold: the probe found the library mapped nowhere in its process."""
+    preload = r.get("preload")
+    library = e.preload_library or "libvgpu.so"
+    if e.mechanism != "hami-core" or not isinstance(preload, Mapping):
+        return []
+    if any(str(x).endswith(library) for x in preload.get("mapped") or []):
+        return []
+    return [
+        f"Pod {name}: {library} is not mapped into the probe process (listed: {preload.get('listed') or []}):"
+        " the library is not there, so nothing enforces the quota"
+    ]
+
+
 def _oom_lines(ev: Evidence, name: str, r: Mapping[str, Any]) -> list[dict[str, int]]:
     return parse_oom_lines(r.get("hami_oom_lines") or []) or parse_oom_lines(
         (ev.pod(name).get("logs") or "").splitlines()
@@ -353,6 +367,7 @@ def _memory_hami_core(ev: Evidence) -> Judgement:
     seen: list[str] = []
     measured_contexts: set[str] = set()
     for name, r in results.items():
+        problems += _library_absent(e, name, r)
         problems += _not_ok(name, r)
         hold = _hold_and_extra(e, name, r, problems)
         largest, total, free = r.get("largest_alloc_mib"), r.get("visible_total_mib"), r.get("visible_free_mib")
@@ -727,20 +742,10 @@ COMPUTE_LIMIT_ENV = {"hami-core": "CUDA_DEVICE_SM_LIMIT", "mps": "CUDA_MPS_ACTIV
 def _compute_expected(e: Expectation) -> str:
     target = (e.cores_percent or 0) / 100
     return (
-        f"short many-block launches under {COMPUTE_LIMIT_ENV[e.mechanism]}={e.cores_percent}, as the mean over a"
-        f" window of at least {MIN_COMPUTE_SECONDS} s after warm-up on the proof Pods' card, run at {target:.2f} ±"
-        f" {COMPUTE_TOLERANCE} of the unlimited baseline"
+        f"short many-block launches under {COMPUTE_LIMIT_ENV[e.mechanism]}={e.cores_percent} run at {target:.2f} ±"
+        f" {COMPUTE_TOLERANCE} of the unlimited baseline, as the mean over ≥ {MIN_COMPUTE_SECONDS} s after warm-up"
+        " on the proof Pods' card"
     )
-
-
-def _compute_share(r: Mapping[str, Any]) -> tuple[str, Any, Any]:
-    """(judged shape, its share of the unlimited baseline, its measured window in seconds) from a compute result:
-    the probe's `share` per shape and `judged_shape`, or the earlier `ratio.many_blocks` over `seconds`."""
-    if isinstance(r.get("share"), Mapping):
-        judged = str(r.get("judged_shape") or "short_many")
-        window = ((r.get("shapes") or {}).get(judged) or {}).get("window_s", r.get("window_s"))
-        return judged, r["share"].get(judged), window
-    return "many_blocks", (r.get("ratio") or {}).get("many_blocks"), r.get("seconds")
 
 
 def _compute_limited(ev: Evidence) -> Judgement:
@@ -755,13 +760,24 @@ def _compute_limited(ev: Evidence) -> Judgement:
         if r is None:
             problems.append(ev.missing(name, "compute"))
             continue
-        judged, share, window = _compute_share(r)
+        problems += _library_absent(e, name, r)
+        judged = str(r.get("judged_shape") or "short_many")
+        share = (r.get("share") or {}).get(judged)
+        m = (r.get("shapes") or {}).get(judged) or {}
+        base = (((r.get("baseline") or {}).get("shapes") or {}).get(judged)) or {}
         limit = (r.get("env") or {}).get(key)
         memory_uuid = (ev.memory(name) or {}).get("gpu_uuid")
-        seen.append(f"{name}: {judged} share {share} over {window} s, {key}={limit}, on {r.get('gpu_uuid')}")
+        seen.append(
+            f"{name}: {judged} ({m.get('blocks')} blocks, {m.get('launch_ms_median')} ms a launch) mean"
+            f" {m.get('mean_per_s')} GFMA/s over {m.get('window_s')} s after {m.get('warmup_s')} s (per second"
+            f" {m.get('per_s_min')}…{m.get('per_s_max')}) against {base.get('mean_per_s')} GFMA/s unlimited"
+            f" ({(r.get('baseline') or {}).get('how')}): share {share}; every shape {r.get('share')}; {key}={limit}"
+            f" on {r.get('gpu_uuid')}"
+        )
         problems += _not_ok(name, r)
         if str(limit) != str(e.cores_percent):
             problems.append(f"Pod {name}: measured under {key}={limit}, expected {e.cores_percent}")
+        window = m.get("window_s")
         if not isinstance(window, (int, float)) or window < MIN_COMPUTE_SECONDS:
             problems.append(f"Pod {name}: a {window} s window is too short (≥ {MIN_COMPUTE_SECONDS} s)")
         if not r.get("gpu_uuid") or r.get("gpu_uuid") != memory_uuid:
@@ -772,9 +788,8 @@ def _compute_limited(ev: Evidence) -> Judgement:
         if share is None:
             problems.append(f"Pod {name}: no share of an unlimited baseline{probe_error(r)}")
         elif abs(float(share) - target) > COMPUTE_TOLERANCE:
-            problems.append(
-                f"Pod {name}: {judged} ran at {float(share):.2f}, expected {target:.2f} ± {COMPUTE_TOLERANCE}"
-            )
+            wanted = f"{target:.2f} ± {COMPUTE_TOLERANCE}"
+            problems.append(f"Pod {name}: {judged} ran at {float(share):.2f}, expected {wanted}")
     return _verdict(problems, f"short many-block launches run at about {target:.2f} of the baseline", seen)
 
 
@@ -841,7 +856,7 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "compute-limited",
-        "The compute quota holds short many-block kernels to their share",
+        "The compute quota holds short many-block launches to their share",
         {
             "hami-core": Rule(_compute_expected, _compute_limited),
             "mps": Rule(_compute_expected, _compute_limited),

@@ -1,11 +1,26 @@
-"""Compute probe: how much kernel work a container gets per second, for two kernel shapes.
+"""Compute probe: how much kernel work a container gets, per kernel shape, against an unlimited baseline.
 
-Run as `python3 compute.py --json [--seconds 20] [--baseline]`: human lines first, one JSON object last.
-The kernels are PTX text JIT-compiled by the driver (cuModuleLoadData): no nvcc, no compiler image.
-"many_blocks" launches many short blocks over every multiprocessor; "few_blocks" two blocks that run long.
-Each is launched in a loop for --seconds; the judged figure is the steady state (median per-second work
-after the first 5 s), because HAMi-core's throttle only bites after 3–4 s. --baseline measures the same
-launches again in a child with CUDA_DISABLE_CONTROL=true (HAMi-core then does not throttle) on the same card.
+Run as `python3 compute.py --json [--seconds 20] [--warmup 3] [--baseline child|none|FILE]`: human lines first,
+one JSON object last. The kernel is PTX JIT-compiled by the driver (cuModuleLoadData): no nvcc anywhere.
+
+Shapes (each calibrated on this card to a launch length, recorded under `calibration`):
+- short_many: 100 blocks per multiprocessor, ~0.5 ms a launch. The judged shape: HAMi-core's token bucket
+  charges every launch by its grid (src/multiprocess/multiprocess_utilization_watcher.c), so short launches of
+  many blocks are the ones it holds to the limit.
+- long_many: 16 blocks per multiprocessor, ~2 ms a launch; few_long: 2 blocks, ~100 ms. Charged as often per
+  second of work as they launch, i.e. rarely: measured, and reported as findings when they escape.
+The limiter works in bursts, so each shape is judged by its mean over `--seconds` (≥ 20) after `--warmup`, and
+the per-second timeline is kept.
+
+The baseline is the same launches, unlimited, on the same card, measured before the limited run:
+- `child` (default): a child process with the mechanism's own "no limit" setting. Under HAMi-core that is
+  GPU_CORE_UTILIZATION_POLICY=disable, which the library reads (src/multiprocess/multiprocess_memory_limit.c)
+  and which keeps it loaded, hooking every launch as in the limited run; a run without the library cannot be
+  had inside a Pod, whose /etc/ld.so.preload loads it into every process. Under MPS it is
+  CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 in the client.
+- FILE: a compute result printed earlier by an unlimited process (the host proof runs one alone first, so that
+  two limited processes can run at once, the stack's two Pods).
+- `none`: no baseline, no shares.
 Standard library only; exits non-zero with a JSON error when there is no GPU or library.
 """
 
@@ -13,18 +28,17 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import functools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cuda import Cuda, ProbeError, fit_result, now_iso, touch, write_result_file
+from _cuda import Cuda, ProbeError, fit_result, now_iso, preload_evidence, touch, write_result_file
 
 # Each thread runs `iters` dependent FMAs and stores the result (so the loop is not optimised away).
 # PTX ISA 6.0 / sm_52: old enough that every driver from the T4's (sm_75) to the H200's (sm_90) JITs it.
@@ -67,20 +81,43 @@ DONE:
 }
 """
 KERNEL = "spin"
-SHAPES = {
-    # blocks per multiprocessor (many) or in all (few), threads per block, target seconds per launch
-    "many_blocks": {"blocks_per_sm": 16, "threads": 256, "target_s": 0.002},
-    "few_blocks": {"blocks": 2, "threads": 128, "target_s": 0.1},
+JUDGED_SHAPE = "short_many"
+SHAPES: dict[str, dict[str, Any]] = {
+    # blocks per multiprocessor (or in all), threads per block, the launch length calibrated to
+    "short_many": {"blocks_per_sm": 100, "threads": 256, "target_ms": 0.5},
+    "long_many": {"blocks_per_sm": 16, "threads": 256, "target_ms": 2.0},
+    "few_long": {"blocks": 2, "threads": 128, "target_ms": 100.0},
 }
-STEADY_AFTER_S = 5
-LIMITED_BELOW = 0.8
-"""A shape whose steady work is below this share of the baseline is throttled."""
+GIGA = 1e9
+TOLERANCE = 0.1
+"""A shape whose share is within this of the limit is held to it; above limit + TOLERANCE it escaped."""
+LIFTED_RATIO = 1.2
+"""A child that set its own 'no limit' lifted it when it ran at least this many times this process's speed."""
+BASELINE_SECONDS = 8
+BASELINE_WARMUP_S = 2
+FINDING_SECONDS = 8
+"""A child that tries to lift its own limit is measured on the judged shape for this long (after warm-up)."""
+NO_LIMIT_ENV = {
+    "hami-core": {"GPU_CORE_UTILIZATION_POLICY": "disable"},
+    "mps": {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "100"},
+}
+ENV_KEYS = (
+    "CUDA_DEVICE_SM_LIMIT",
+    "CUDA_DEVICE_SM_LIMIT_0",
+    "GPU_CORE_UTILIZATION_POLICY",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "LD_PRELOAD",
+)
 DROP_ORDER = (
-    "shapes.many_blocks.timeline_per_s",
-    "shapes.few_blocks.timeline_per_s",
-    "baseline.many_blocks.timeline_per_s",
-    "baseline.few_blocks.timeline_per_s",
+    "baseline.shapes.short_many.timeline_per_s",
+    "baseline.shapes.long_many.timeline_per_s",
+    "baseline.shapes.few_long.timeline_per_s",
+    "shapes.few_long.timeline_per_s",
+    "shapes.long_many.timeline_per_s",
+    "preload",
     "findings",
+    "shapes.short_many.timeline_per_s",
     "baseline",
 )
 
@@ -95,114 +132,93 @@ def per_second(completions: Sequence[tuple[float, float]], seconds: int) -> list
     return buckets
 
 
-def steady_state(timeline: Sequence[float], after_s: int = STEADY_AFTER_S) -> float | None:
-    """Median per-second work after the first `after_s` seconds; the second half when the run is shorter."""
-    if not timeline:
-        return None
-    tail = list(timeline[after_s:]) or list(timeline[len(timeline) // 2 :])
-    return float(statistics.median(tail))
-
-
-def ratios(limited: dict[str, Any], baseline: dict[str, Any]) -> dict[str, float | None]:
-    """Steady work of each shape, limited over baseline."""
-    out: dict[str, float | None] = {}
-    for shape in SHAPES:
-        lim, base = (limited.get(shape) or {}).get("steady_per_s"), (baseline.get(shape) or {}).get("steady_per_s")
-        out[shape] = round(lim / base, 4) if lim is not None and base else None
-    return out
-
-
-def sm_limit(env_value: str | None) -> int | None:
-    """CUDA_DEVICE_SM_LIMIT as a percentage; None when unset, unreadable, 0 (none asked) or 100."""
-    try:
-        value = int(env_value) if env_value not in (None, "") else None
-    except ValueError:
-        return None
-    return value if value is not None and 0 < value < 100 else None
-
-
-def findings(env_value: str | None, ratio: dict[str, float | None]) -> list[dict[str, Any]]:
-    """What a container can do about its own compute limit, judged from the limited/baseline ratios."""
-    limit = sm_limit(env_value)
-    many, few = ratio.get("many_blocks"), ratio.get("few_blocks")
-    lifted = limit is not None and many is not None and many < LIMITED_BELOW
-    observed = f"many_blocks ran at {many} and few_blocks at {few} of the CUDA_DISABLE_CONTROL=true run"
-    if limit is None:
-        observed += f"; no compute limit is set here (CUDA_DEVICE_SM_LIMIT={env_value}), so nothing to lift"
-    elif lifted:
-        observed += f": the child lifted its own SM limit of {limit}%"
-    else:
-        observed += f": the SM limit of {limit}% did not slow many_blocks, so there was nothing to lift"
-    out = [{"id": "compute-limit-disabled",
-            "tried": "the same launches in a child process with CUDA_DISABLE_CONTROL=true",
-            "observed": observed, "bypassed": True if lifted else None}]  # fmt: skip
-    if lifted and few is not None and few >= LIMITED_BELOW:
-        few_spec = SHAPES["few_blocks"]
-        out.append({"id": "compute-limit-shape",
-                    "tried": f"{few_spec['blocks']} blocks that run ~{few_spec['target_s']} s a launch",
-                    "observed": f"few_blocks ran at {few} of unlimited while many_blocks ran at {many}: "
-                                "the limit throttles only many-block launches", "bypassed": True})  # fmt: skip
-    return out
-
-
-def calibrate(run_once: Callable[[int], float], target_s: float, iters: int = 4096) -> int:
-    """Iterations per thread that make one launch last about `target_s` (after a warm-up launch)."""
-    run_once(iters)
-    for _ in range(3):
-        elapsed = max(run_once(iters), 1e-6)
-        iters = max(256, min(int(iters * target_s / elapsed), 2**31 - 1))
-        if 0.5 * target_s <= elapsed <= 2 * target_s:
-            break
-    return iters
+def window_stats(completions: Sequence[tuple[float, float]], warmup_s: float, window_s: float) -> dict[str, Any]:
+    """Mean work per second over [warmup_s, warmup_s + window_s), and the spread of its whole seconds."""
+    end = warmup_s + window_s
+    done = sum(work for at, work in completions if warmup_s <= at < end)
+    seconds = per_second(completions, int(end))[int(warmup_s) :]
+    return {
+        "mean_per_s": done / window_s if window_s > 0 else None,
+        "per_s_min": min(seconds) if seconds else None,
+        "per_s_max": max(seconds) if seconds else None,
+        "per_s_stdev": statistics.pstdev(seconds) if len(seconds) > 1 else 0.0,
+    }
 
 
 def measure_shape(
-    launch: Callable[[], object], work_per_launch: float, seconds: int, clock: Callable[[], float] = time.perf_counter
+    launch: Callable[[], object],
+    work_per_launch: float,
+    warmup_s: float,
+    window_s: float,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
-    """Launch (and wait for) one shape in a loop for `seconds`; per-second work and its steady state."""
+    """Launch (and wait for) one shape in a loop for warmup_s + window_s; the window's mean and spread, in GFMA/s."""
     completions: list[tuple[float, float]] = []
     durations: list[float] = []
-    start = clock()
-    last = start
-    while last - start < seconds:
+    start = last = clock()
+    while last - start < warmup_s + window_s:
         launch()
         done = clock()
         durations.append(done - last)
-        completions.append((done - start, work_per_launch))
+        completions.append((done - start, work_per_launch / GIGA))
         last = done
-    elapsed = last - start
-    timeline = per_second(completions, seconds)
+    stats = window_stats(completions, warmup_s, window_s)
     return {
         "launches": len(completions),
-        "seconds": round(elapsed, 3),
-        "work_per_s": round(work_per_launch * len(completions) / elapsed, 1) if elapsed else None,
-        "timeline_per_s": [round(w, 1) for w in timeline],
-        "steady_per_s": steady_state(timeline),
         "launch_ms_median": round(statistics.median(durations) * 1000, 3) if durations else None,
+        "warmup_s": warmup_s,
+        "window_s": window_s,
+        **{k: (round(v, 2) if isinstance(v, float) else v) for k, v in stats.items()},
+        "timeline_per_s": [round(w, 1) for w in per_second(completions, int(warmup_s + window_s))],
+    }
+
+
+def calibrate(run_once: Callable[[int], float], target_s: float, iters: int = 256) -> tuple[int, float]:
+    """Iterations per thread that make one launch last about `target_s`, and the launch length measured with them."""
+    run_once(iters)  # warm-up: module load, first-launch costs
+    elapsed = max(run_once(iters), 1e-6)
+    for _ in range(6):
+        if 0.8 * target_s <= elapsed <= 1.25 * target_s:
+            break
+        iters = max(16, min(int(iters * target_s / elapsed), 2**31 - 1))
+        elapsed = statistics.median(run_once(iters) for _ in range(3))
+    return iters, elapsed
+
+
+def geometry(sm_count: int) -> dict[str, tuple[int, int]]:
+    """(blocks, threads per block) of each shape on a card of `sm_count` multiprocessors."""
+    return {
+        name: (spec.get("blocks") or spec["blocks_per_sm"] * sm_count, spec["threads"]) for name, spec in SHAPES.items()
     }
 
 
 def measure(
     cuda: Any,
-    seconds: int,
-    iters: dict[str, int | None],
+    shapes: Sequence[str],
+    warmup_s: float,
+    window_s: float,
+    iters: Mapping[str, int | None],
     log: Callable[[str], None],
     clock: Callable[[], float] = time.perf_counter,
-) -> dict[str, Any]:
-    """Both shapes on one context, the same buffer and module; `iters` fixed by the caller or calibrated here."""
+    blocks: Mapping[str, int | None] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each shape in turn on one context: (measurements, calibration). `iters` given → no calibration for that
+    shape; `blocks` given → that grid instead of this card's."""
     module = cuda.load_ptx(PTX)
     fn = cuda.function(module, KERNEL)
-    sms = cuda.sm_count()
-    geometry = {
-        name: (spec.get("blocks") or spec["blocks_per_sm"] * sms, spec["threads"]) for name, spec in SHAPES.items()
-    }
-    out_bytes = max(b * t for b, t in geometry.values()) * 4
+    sizes = geometry(cuda.sm_count())
+    for name, count in (blocks or {}).items():
+        if count and name in sizes:
+            sizes[name] = (int(count), sizes[name][1])
+    out_bytes = max(b * t for b, t in sizes.values()) * 4
     buffer, err = cuda.try_alloc(out_bytes)
     if buffer is None:
         raise ProbeError(f"cannot allocate the {out_bytes}-byte output buffer: {err}")
-    shapes: dict[str, Any] = {}
+    measured: dict[str, Any] = {}
+    calibration: dict[str, Any] = {}
     try:
-        for name, (blocks, threads) in geometry.items():
+        for name in shapes:
+            blocks, threads = sizes[name]
 
             def run_once(n: int, blocks: int = blocks, threads: int = threads) -> float:
                 t0 = clock()
@@ -210,44 +226,164 @@ def measure(
                 cuda.synchronize()
                 return clock() - t0
 
-            n = iters.get(name) or calibrate(run_once, SHAPES[name]["target_s"])
-            shape = measure_shape(functools.partial(run_once, n), float(blocks * threads * n), seconds, clock)
-            shape.update({"blocks": blocks, "threads_per_block": threads, "iters": n, "unit": "fma"})
-            shapes[name] = shape
-            log(f"{name}: {blocks}×{threads} threads × {n} FMA, {shape['launches']} launches in {shape['seconds']} s, "
-                f"steady {shape['steady_per_s']} FMA/s")  # fmt: skip
+            n = iters.get(name)
+            if not n:
+                n, took = calibrate(run_once, SHAPES[name]["target_ms"] / 1000)
+                target = SHAPES[name]["target_ms"]
+                calibration[name] = {"blocks": blocks, "threads": threads, "iters": n, "target_ms": target,
+                                     "launch_ms": round(took * 1000, 3)}  # fmt: skip
+            shape = measure_shape(lambda n=n, f=run_once: f(n), float(blocks * threads * n), warmup_s, window_s, clock)
+            measured[name] = {"blocks": blocks, "threads": threads, "iters": n, **shape}
+            log(f"{name}: {blocks}×{threads} threads × {n} FMA, {shape['launches']} launches, "
+                f"{shape['launch_ms_median']} ms each; mean {shape['mean_per_s']} GFMA/s over {window_s} s "
+                f"(per second {shape['per_s_min']}…{shape['per_s_max']})")  # fmt: skip
     finally:
         cuda.free(buffer)
-    return shapes
+    return measured, calibration
 
 
-def run_baseline(seconds: int, iters: dict[str, int]) -> dict[str, Any]:
-    """The same launches in a child with CUDA_DISABLE_CONTROL=true: HAMi-core's own switch to stop throttling."""
-    argv = [sys.executable, os.path.abspath(__file__), "--json", "--seconds", str(seconds),
-            "--iters-many", str(iters["many_blocks"]), "--iters-few", str(iters["few_blocks"])]  # fmt: skip
-    env = {**os.environ, "CUDA_DISABLE_CONTROL": "true"}
-    timeout = 4 * seconds + 120
+def shares(limited: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, float | None]:
+    """Each shape's window mean over the baseline's: the share of the card's unlimited speed this process got."""
+    out: dict[str, float | None] = {}
+    for name in limited:
+        lim, base = (limited.get(name) or {}).get("mean_per_s"), (baseline.get(name) or {}).get("mean_per_s")
+        out[name] = round(lim / base, 3) if lim is not None and base else None
+    return out
+
+
+def mechanism_of(env: Mapping[str, str | None], mapped: Sequence[str], given: str = "auto") -> str:
+    """`hami-core`, `mps` or `none`: what limits this process, from its env and the mapped libraries."""
+    if given != "auto":
+        return given
+    if env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") or env.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"):
+        return "mps"
+    if mapped or env.get("CUDA_DEVICE_SM_LIMIT") or env.get("CUDA_DEVICE_MEMORY_LIMIT_0"):
+        return "hami-core"
+    return "none"
+
+
+def limit_percent(env: Mapping[str, str | None], mechanism: str) -> int | None:
+    """The compute limit in percent this process was given; None when none (unset, 0 or ≥ 100)."""
+    keys = (
+        ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",)
+        if mechanism == "mps"
+        else ("CUDA_DEVICE_SM_LIMIT_0", "CUDA_DEVICE_SM_LIMIT")
+    )
+    for key in keys:
+        try:
+            value = int(float(env.get(key) or ""))
+        except ValueError:
+            continue
+        return value if 0 < value < 100 else None
+    return None
+
+
+def _finding(fid: str, tried: str, observed: str, bypassed: bool | None, why: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": fid, "tried": tried, "observed": observed, "bypassed": bypassed}
+    if bypassed is None:
+        out["why"] = why or "nothing could be tried"
+    return out
+
+
+def shape_findings(
+    share: Mapping[str, float | None], limit: int | None, measured: Mapping[str, Any], mechanism: str, sm_count: int
+) -> list[dict[str, Any]]:
+    """Long launches of many blocks and long few-block kernels: did they escape the limit the judged shape obeys?
+
+    MPS limits the multiprocessors a client may use, so a kernel with fewer blocks than that runs at full speed
+    inside its partition: held, not escaped. HAMi-core's limit is a share of time, which such a kernel exceeds.
+    """
+    out = []
+    judged = share.get(JUDGED_SHAPE)
+    for fid, name in (("long-kernels", "long_many"), ("few-block-kernels", "few_long")):
+        if name not in measured:
+            continue
+        m = measured[name]
+        tried = f"{m['blocks']} blocks × {m['threads']} threads, {m['launch_ms_median']} ms a launch, under the limit"
+        value = share.get(name)
+        if limit is None or value is None or judged is None:
+            why = "no compute limit is set here" if limit is None else "no unlimited baseline to compare with"
+            out.append(_finding(fid, tried, f"share {value}", None, why))
+            continue
+        observed = f"{value:.2f} of unlimited while {JUDGED_SHAPE} ran at {judged:.2f} (limit {limit / 100:.2f})"
+        if mechanism == "mps" and m["blocks"] <= sm_count:
+            observed += f"; its {m['blocks']} blocks fit in the {sm_count} multiprocessors this client is given"
+            out.append(_finding(fid, tried, observed, False))
+            continue
+        out.append(_finding(fid, tried, observed, value > limit / 100 + TOLERANCE))
+    return out
+
+
+def lift_finding(fid: str, tried: str, child_share: float | None, own_share: float | None, limit: int | None,
+                 error: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """A child that set its own 'no limit': bypassed when this process was held to its limit and the child was not."""
+    if child_share is None:
+        return _finding(fid, tried, f"the child measured nothing ({error})", None, "the child could not measure")
+    observed = f"the child ran {JUDGED_SHAPE} at {child_share:.2f} of unlimited; this process at {own_share}"
+    if own_share:
+        observed += f" ({child_share / own_share:.2f}×)"
+    if limit is None or own_share is None or own_share > limit / 100 + TOLERANCE:
+        return _finding(fid, tried, observed, None, "the limit did not hold in this process, so nothing was lifted")
+    # Against this process, not 1.0: the child runs beside the same neighbour, which caps what it can reach.
+    return _finding(fid, tried, observed, child_share >= LIFTED_RATIO * own_share)
+
+
+def run_child(argv_tail: Sequence[str], env_overrides: Mapping[str, str], timeout: float) -> dict[str, Any]:
+    """This probe again in a child with `env_overrides`; its JSON result, or ok false with why."""
+    argv = [sys.executable, os.path.abspath(__file__), "--json", *argv_tail]
     try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        raise ProbeError(f"baseline child timed out after {timeout} s") from exc
+        done = subprocess.run(
+            argv, env={**os.environ, **env_overrides}, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"child timed out after {timeout:.0f} s"}
     lines = done.stdout.strip().splitlines()
     try:
         child = json.loads(lines[-1]) if lines else {}
     except json.JSONDecodeError:
         child = {}
+    if not child:
+        return {"ok": False, "error": f"child exited {done.returncode}: {done.stderr[-300:]}"}
+    return child
+
+
+def read_baseline(
+    source: str, mechanism: str, shapes: Sequence[str], log: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """The unlimited measurement to divide by: from a child with the mechanism's no-limit setting, or a file."""
+    if source == "none":
+        return None
+    if source == "child":
+        overrides = NO_LIMIT_ENV.get(mechanism, {})
+        log(f"baseline: the same shapes in a child process with {overrides or 'no change'}")
+        tail = ["--baseline", "none", "--seconds", str(BASELINE_SECONDS), "--warmup", str(BASELINE_WARMUP_S),
+                "--shapes", ",".join(shapes)]  # fmt: skip
+        child = run_child(tail, overrides, timeout=len(shapes) * (BASELINE_SECONDS + 30) + 60)
+        how = f"a child process of this one with {' '.join(f'{k}={v}' for k, v in overrides.items()) or 'its env'}"
+    else:
+        try:
+            with open(source) as handle:
+                child = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise ProbeError(f"cannot read the baseline file {source}: {exc}") from exc
+        how = f"the file {source}, measured earlier by {child.get('measured_by') or 'an unlimited process'}"
     if not child.get("ok"):
-        raise ProbeError(f"baseline child failed (exit {done.returncode}): {child.get('error') or done.stderr[-300:]}")
-    return child["shapes"]
+        raise ProbeError(f"the baseline failed: {child.get('error')}")
+    return {"source": "child" if source == "child" else "file", "how": how, "env": child.get("env"),
+            "preload": child.get("preload"), "calibration": child.get("calibration"),
+            "shapes": child.get("shapes") or {}}  # fmt: skip
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="print the result as one JSON object, last line")
-    p.add_argument("--seconds", type=int, default=20, help="per shape (≥ 20 lets the throttle settle)")
-    p.add_argument("--baseline", action="store_true", help="also measure with CUDA_DISABLE_CONTROL=true")
-    p.add_argument("--iters-many", type=int, default=None, help="FMA per thread of many_blocks (default: calibrate)")
-    p.add_argument("--iters-few", type=int, default=None, help="FMA per thread of few_blocks (default: calibrate)")
+    p.add_argument("--seconds", type=float, default=20, help="the judged window per shape, after --warmup (≥ 20)")
+    p.add_argument("--warmup", type=float, default=3, help="seconds per shape before the window")
+    p.add_argument("--baseline", default="child", help="child (default), none, or a compute result file")
+    p.add_argument("--shapes", default=",".join(SHAPES), help=f"comma list of {', '.join(SHAPES)}")
+    p.add_argument("--mechanism", default="auto", choices=("auto", "hami-core", "mps", "none"))
+    p.add_argument("--no-findings", action="store_true", help="skip the child that tries to lift its own limit")
+    p.add_argument("--measured-by", default=None, help="a note saved with the result (what made this process)")
     p.add_argument("--result-file", default=None, help="also write the JSON here (≤ 4096 bytes)")
     p.add_argument("--ready-file", default=None, help="touch this when the probe finished")
     return p.parse_args(argv)
@@ -256,31 +392,46 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the probe; 0 when it measured, 1 when it could not."""
     args = parse_args(argv)
-    env_sm = os.environ.get("CUDA_DEVICE_SM_LIMIT")
+    env = {key: os.environ.get(key) for key in ENV_KEYS}
+    preload = preload_evidence()
+    mechanism = mechanism_of(env, preload["mapped"], args.mechanism)
+    limit = limit_percent(env, mechanism)
+    wanted = [s for s in args.shapes.split(",") if s]
     result: dict[str, Any] = {"probe": "compute", "ok": False, "error": None, "gpu_uuid": None, "gpu_name": None,
-                              "env": {"CUDA_DEVICE_SM_LIMIT": env_sm}, "seconds": args.seconds, "shapes": {},
-                              "baseline": None, "ratio": None, "findings": [], "started_at": now_iso(),
-                              "ended_at": None}  # fmt: skip
+                              "sm_count": None, "env": env, "preload": preload, "mechanism": mechanism,
+                              "limit_percent": limit, "judged_shape": JUDGED_SHAPE, "warmup_s": args.warmup,
+                              "window_s": args.seconds, "calibration": {}, "shapes": {}, "baseline": None,
+                              "share": None, "findings": [], "measured_by": args.measured_by,
+                              "started_at": now_iso(), "ended_at": None}  # fmt: skip
 
     def log(line: str) -> None:
         print(line, flush=True)
 
     try:
+        unknown = [s for s in wanted if s not in SHAPES]
+        if unknown:
+            raise ProbeError(f"unknown shapes {unknown}; known: {', '.join(SHAPES)}")
+        # The baseline first, alone: measured beside the limited run it would take the card from it.
+        baseline = read_baseline(args.baseline, mechanism, wanted, log)
         cuda = Cuda()
         cuda.init()
         result["gpu_name"], result["gpu_uuid"] = cuda.name(), cuda.uuid()
         cuda.use_primary_context()
-        name, sms = f"{result['gpu_name']} {result['gpu_uuid']}", cuda.sm_count()
-        log(f"{name}: {sms} multiprocessors, CUDA_DEVICE_SM_LIMIT={env_sm}")
-        result["shapes"] = measure(
-            cuda, args.seconds, {"many_blocks": args.iters_many, "few_blocks": args.iters_few}, log
-        )
-        if args.baseline:
-            log("baseline: the same launches with CUDA_DISABLE_CONTROL=true in a child process")
-            result["baseline"] = run_baseline(args.seconds, {k: v["iters"] for k, v in result["shapes"].items()})
-            result["ratio"] = ratios(result["shapes"], result["baseline"])
-            result["findings"] = findings(env_sm, result["ratio"])
-            log(f"ratio limited / baseline: {result['ratio']}")
+        result["sm_count"] = cuda.sm_count()
+        log(f"{result['gpu_name']} {result['gpu_uuid']}: {result['sm_count']} multiprocessors, {mechanism}, "
+            f"limit {limit}%, libraries mapped {preload['mapped']}")  # fmt: skip
+        given = {name: ((baseline or {}).get("shapes", {}).get(name) or {}) for name in wanted}
+        iters = {name: m.get("iters") for name, m in given.items()}
+        # The baseline's grids too: under MPS this client is told of fewer multiprocessors than the card has.
+        grids = {name: m.get("blocks") for name, m in given.items()}
+        result["shapes"], calibration = measure(cuda, wanted, args.warmup, args.seconds, iters, log, blocks=grids)
+        result["calibration"] = calibration or (baseline or {}).get("calibration") or {}
+        result["baseline"] = baseline
+        if baseline is not None:
+            result["share"] = shares(result["shapes"], baseline["shapes"])
+            log(f"share of unlimited: {result['share']}")
+            result["findings"] = shape_findings(result["share"], limit, result["shapes"], mechanism, result["sm_count"])
+            result["findings"] += lift_findings(args, mechanism, limit, baseline, result["share"], log)
         result["ok"] = True
     except ProbeError as exc:
         result["error"] = str(exc)
@@ -295,6 +446,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if result["ok"]:
         touch(args.ready_file)
     return 0 if result["ok"] else 1
+
+
+def lift_findings(args: argparse.Namespace, mechanism: str, limit: int | None, baseline: Mapping[str, Any],
+                  share: Mapping[str, float | None], log: Callable[[str], None]) -> list[dict[str, Any]]:  # fmt: skip
+    """The mechanism's own 'no limit' setting in a child: read off a child baseline, or tried in a child now."""
+    overrides = NO_LIMIT_ENV.get(mechanism)
+    if not overrides or args.no_findings:
+        return []
+    fid = "utilization-policy-disabled" if mechanism == "hami-core" else "mps-own-thread-percentage"
+    tried = f"the same launches in a child process with {' '.join(f'{k}={v}' for k, v in overrides.items())}"
+    own = share.get(JUDGED_SHAPE)
+    if baseline.get("source") == "child":
+        # The child baseline is this very try: it ran unlimited exactly when the child lifted its own limit.
+        return [lift_finding(fid, tried, 1.0, own, limit)]
+    tail = ["--baseline", args.baseline, "--seconds", str(FINDING_SECONDS), "--warmup", str(BASELINE_WARMUP_S),
+            "--shapes", JUDGED_SHAPE, "--mechanism", mechanism, "--no-findings"]  # fmt: skip
+    log(f"finding {fid}: {tried}")
+    child = run_child(tail, overrides, timeout=FINDING_SECONDS + 90)
+    child_share = (child.get("share") or {}).get(JUDGED_SHAPE) if child.get("ok") else None
+    return [lift_finding(fid, tried, child_share, own, limit, child.get("error"))]
 
 
 if __name__ == "__main__":

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 try:
-    from .checks import COMPUTE_TOLERANCE, REGISTRY
+    from .checks import REGISTRY
     from .evidence import Evidence, probe_error
     from .expectation import Expectation, PodTry
     from .parse import probe_results
 except ImportError:  # mounted flat in a Pod
-    from checks import COMPUTE_TOLERANCE, REGISTRY  # type: ignore[no-redef]
+    from checks import REGISTRY  # type: ignore[no-redef]
     from evidence import Evidence, probe_error  # type: ignore[no-redef]
     from expectation import Expectation, PodTry  # type: ignore[no-redef]
     from parse import probe_results  # type: ignore[no-redef]
@@ -84,13 +84,6 @@ def _findings(ev: Evidence) -> list[dict[str, Any]]:
         for probe in ("memory", "compute"):
             for raw in (ev.results.get(name, {}).get(probe) or {}).get("findings") or []:
                 add(raw, name, probe)
-        few = ((ev.compute(name) or {}).get("ratio") or {}).get("few_blocks")
-        cores = ev.expect.cores_percent
-        if few is not None and cores is not None and float(few) > cores / 100 + COMPUTE_TOLERANCE:
-            tried = f"few long-running blocks under a {cores}% compute limit"
-            observed = f"{float(few):.2f} of the unlimited throughput (limit {cores / 100:.2f})"
-            add({"id": "compute-few-blocks-unthrottled", "tried": tried, "observed": observed, "bypassed": True},
-                name, "compute")  # fmt: skip
     return found + [pod_try_finding(ev, t) for t in ev.expect.pod_tries]
 
 

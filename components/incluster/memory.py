@@ -4,7 +4,12 @@ Run as `python3 memory.py --json [--expect-limit-mib 4000] ...`: human lines fir
 Phases, in order: the view (env, /etc/ld.so.preload, UUID, NVML, cuMemGetInfo on the primary context);
 HOLD (hold N MiB for S seconds, then ask M more: what overlaps between two Pods); SWEEP (the 2…6 GiB
 steps); CHUNKS (256 MiB until refused); the largest single allocation by binary search to 1 MiB;
-FINDINGS (with --findings: child processes that try what a quota may not stop).
+FINDINGS (with --findings: child processes that try what the mechanism may not stop: under HAMi-core a fresh
+shared-cache file, one with its own limit, a cuCtxCreate context; under MPS a client's own pinned limit and a
+client that leaves the MPS server).
+The quota counts as enforced either way a mechanism enforces it: HAMi-core rewrites the view (total = quota)
+and refuses past it with an OOM line; MPS leaves the total at the card's, shows free memory at the pinned limit
+and refuses there without any line. `enforcement` records which.
 Standard library only; exits non-zero with a JSON error when there is no GPU or library.
 """
 
@@ -32,6 +37,7 @@ from _cuda import (
     fit_result,
     now_iso,
     open_nvml,
+    preload_evidence,
     touch,
     write_result_file,
 )
@@ -42,6 +48,11 @@ ENV_KEYS = (
     "CUDA_DEVICE_SM_LIMIT",
     "NVIDIA_VISIBLE_DEVICES",
     "CUDA_DEVICE_MEMORY_SHARED_CACHE",
+    "GPU_CORE_UTILIZATION_POLICY",
+    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "LD_PRELOAD",
 )
 CHUNK_MIB = 256
 MAX_CHUNKS = 4096
@@ -49,7 +60,7 @@ MAX_CHUNKS = 4096
 CHILD_TIMEOUT_S = 90
 NEAR_MIB = 64
 """How far below the reported free memory the search looks second, before halving."""
-DROP_ORDER = ("hami_oom_lines", "phases.sweep", "ld_so_preload", "findings", "env", "phases")
+DROP_ORDER = ("hami_oom_lines", "phases.sweep", "ld_so_preload", "preload.listed", "findings", "env", "phases")
 """What the result file loses first when it must fit a 4096-byte termination message."""
 
 _OOM = re.compile(r"Device\s+(\d+)\s+OOM\s+(\d+)\s*/\s*(\d+)")
@@ -113,8 +124,20 @@ def largest_allocation(alloc: Callable[[int], bool], free_mib: int, total_mib: i
     return lo, calls
 
 
+def enforcement(result: dict[str, Any]) -> dict[str, Any]:
+    """How the quota shows itself: the view rewritten to it (HAMi-core), free memory at it (MPS), OOM lines."""
+    expected = result.get("expected_limit_mib")
+    total, free = result.get("visible_total_mib"), result.get("visible_free_mib")
+    return {
+        "view_rewritten": None if expected is None or total is None else total <= expected,
+        "free_within_limit": None if expected is None or free is None else free <= expected,
+        "oom_lines": len(result.get("hami_oom_lines") or []),
+    }
+
+
 def judge_limit(result: dict[str, Any]) -> bool | None:
-    """Whether the expected quota held: nothing larger fitted, the view shows no more, the extra ask was refused.
+    """Whether the expected quota held: nothing larger fitted, the extra ask was refused, and the view or the
+    free memory shows no more than the quota (HAMi-core rewrites the total; MPS only lowers what is free).
 
     None when no expectation was given. A hold that failed leaves the extra ask untried, so not enforced.
     """
@@ -123,13 +146,13 @@ def judge_limit(result: dict[str, Any]) -> bool | None:
         return None
     hold = (result.get("phases") or {}).get("hold") or {}
     chunks = (result.get("phases") or {}).get("chunks") or {}
-    largest, visible = result.get("largest_alloc_mib"), result.get("visible_total_mib")
+    largest = result.get("largest_alloc_mib")
+    shown = enforcement(result)
     return bool(
         result.get("ok")
         and largest is not None
-        and visible is not None
         and largest <= expected
-        and visible <= expected
+        and (shown["view_rewritten"] or shown["free_within_limit"])
         and hold.get("ok") is True
         and hold.get("extra_ok") is False
         and (chunks.get("allocated_mib") or 0) <= expected
@@ -149,6 +172,8 @@ def new_result(expected_limit_mib: int | None) -> dict[str, Any]:
         "error": None,
         "env": {key: os.environ.get(key) for key in ENV_KEYS},
         "ld_so_preload": read_preload(),
+        "preload": preload_evidence(),
+        "mechanism": None,
         "gpu_uuid": None,
         "gpu_name": None,
         "nvml_total_mib": None,
@@ -163,6 +188,7 @@ def new_result(expected_limit_mib: int | None) -> dict[str, Any]:
         "findings": [],
         "hami_oom_lines": [],
         "limit_enforced": None,
+        "enforcement": None,
         "keep_holding_since": None,
         "started_at": now_iso(),
         "ended_at": None,
@@ -280,54 +306,164 @@ def _said(answer: dict[str, Any], mib: int) -> str:
     return f"was refused {mib} MiB ({answer.get('cuda_error') or answer.get('error')})"
 
 
-def shared_cache_finding(alloc: Allocator, quota_mib: int, runner: ChildRunner, oom: list[str]) -> dict[str, Any]:
+def _finding(fid: str, tried: str, observed: str, bypassed: bool | None, why: str | None = None) -> dict[str, Any]:
+    """One finding in the shape every probe reports; `why` only when nothing could be tried."""
+    out: dict[str, Any] = {"id": fid, "tried": tried, "observed": observed, "bypassed": bypassed}
+    if bypassed is None:
+        out["why"] = why or "nothing could be tried"
+    return out
+
+
+def _fresh_cache() -> str:
+    return os.path.join(tempfile.mkdtemp(prefix="gpushare-"), "fresh.cache")
+
+
+def _collect(oom: list[str], *answers: dict[str, Any]) -> None:
+    for answer in answers:
+        oom.extend(line for line in answer.get("stderr", "").splitlines() if parse_oom_line(line))
+
+
+def fresh_cache_finding(alloc: Allocator, quota_mib: int, runner: ChildRunner, oom: list[str]) -> dict[str, Any]:
     """Hold half the quota here; a child on a fresh shared-cache file asks for three quarters more."""
     held_mib, child_mib = quota_mib // 2, quota_mib - quota_mib // 4
-    cache = os.path.join(tempfile.mkdtemp(prefix="gpushare-"), "fresh.cache")
+    cache = _fresh_cache()
     tried = (f"a child process with CUDA_DEVICE_MEMORY_SHARED_CACHE={cache} (a fresh file) allocating {child_mib} MiB "
              f"while this process holds {held_mib} MiB of a {quota_mib} MiB quota")  # fmt: skip
     held, err = alloc.take(held_mib)
     if held is None:
-        return {"id": "shared-cache-bypass", "tried": tried, "observed": f"could not hold {held_mib} MiB here ({err})",
-                "allocated_mib": None, "bypassed": None}  # fmt: skip
+        return _finding("fresh-cache-file", tried, f"could not hold {held_mib} MiB here ({err})", None,
+                        "this process could not hold its share first")  # fmt: skip
     try:
         control = runner("alloc", child_mib, dict(os.environ))
         fresh = runner("alloc", child_mib, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": cache})
     finally:
         alloc.cuda.free(held)
-    for answer in (control, fresh):
-        oom.extend(line for line in answer.get("stderr", "").splitlines() if parse_oom_line(line))
+    _collect(oom, control, fresh)
     observed = (
         f"a child sharing this process's cache file {_said(control, child_mib)}; "
         f"one with a fresh file {_said(fresh, child_mib)}"
     )
     if control.get("allocated"):
-        bypassed = None
-        observed += ": the quota is not shared across processes here, so there is nothing to bypass"
-    else:
-        bypassed = bool(fresh.get("allocated"))
-        if bypassed:
-            observed += f": together {held_mib + child_mib} MiB, over the {quota_mib} MiB quota"
-    return {"id": "shared-cache-bypass", "tried": tried, "observed": observed,
-            "allocated_mib": child_mib if fresh.get("allocated") else 0, "bypassed": bypassed}  # fmt: skip
+        why = "a child on this process's own cache file was not held to the quota either: nothing shared to bypass"
+        return _finding("fresh-cache-file", tried, observed, None, why)
+    if fresh.get("allocated"):
+        observed += f": together {held_mib + child_mib} MiB, over the {quota_mib} MiB quota"
+    return _finding("fresh-cache-file", tried, observed, bool(fresh.get("allocated")))
 
 
-def context_finding(largest_mib: int, quota_mib: int, runner: ChildRunner, oom: list[str]) -> dict[str, Any]:
-    """A child that makes its own context with cuCtxCreate and asks ~0.95 × quota, more than the primary got."""
-    child_mib = int(quota_mib * 0.95)
-    tried = f"a child process on a context from cuCtxCreate (not the primary context) allocating {child_mib} MiB"
-    answer = runner("ctx-create", child_mib, dict(os.environ))
-    oom.extend(line for line in answer.get("stderr", "").splitlines() if parse_oom_line(line))
+def own_limit_finding(quota_mib: int, runner: ChildRunner, oom: list[str]) -> dict[str, Any]:
+    """A child with a fresh cache file and its own, larger CUDA_DEVICE_MEMORY_LIMIT_0 asks twice the quota."""
+    ask = 2 * quota_mib  # not capped by the card: under HAMi-core this process sees only its quota
+    raised = {"CUDA_DEVICE_MEMORY_LIMIT_0": f"{4 * quota_mib}m", "CUDA_DEVICE_MEMORY_LIMIT": f"{4 * quota_mib}m"}
+    cache = _fresh_cache()
+    tried = (f"a child process with CUDA_DEVICE_MEMORY_LIMIT_0={4 * quota_mib}m and a fresh "
+             f"CUDA_DEVICE_MEMORY_SHARED_CACHE allocating {ask} MiB (quota {quota_mib} MiB)")  # fmt: skip
+    control = runner("alloc", ask, {**os.environ, **raised})
+    fresh = runner("alloc", ask, {**os.environ, **raised, "CUDA_DEVICE_MEMORY_SHARED_CACHE": cache})
+    _collect(oom, control, fresh)
     observed = (
-        f"the child {_said(answer, child_mib)}; on the primary context the largest allocation was {largest_mib} MiB"
+        f"with this process's cache file the child {_said(control, ask)}; with a fresh file it {_said(fresh, ask)}"
     )
-    if largest_mib >= child_mib:
-        bypassed = None
-        observed += ", so the primary context is not limited below this size and there is nothing to bypass"
+    if control.get("allocated"):
+        why = "a raised limit on this process's own cache file was not refused either: nothing pinned to get around"
+        return _finding("own-limit-fresh-cache", tried, observed, None, why)
+    return _finding("own-limit-fresh-cache", tried, observed, bool(fresh.get("allocated")))
+
+
+def context_finding(largest_mib: int, overhead_mib: int | None, quota_mib: int, runner: ChildRunner,
+                    oom: list[str]) -> dict[str, Any]:  # fmt: skip
+    """A fresh child makes its own context (cuCtxCreate) and asks more than fits beside a charged context.
+
+    HAMi-core charges the context in its cuDevicePrimaryCtxRetain hook, not in cuCtxCreate_v2's (src/cuda/context.c).
+    The control is the same ask on the primary context of a fresh child: only a refusal there and a success on
+    the created context shows that the created context escaped the charge.
+    """
+    ask = largest_mib + max((overhead_mib or 0) // 2, 1)
+    tried = (f"a child process on a context from cuCtxCreate (not the primary context), on a fresh cache file, "
+             f"allocating {ask} MiB: it fits the {quota_mib} MiB quota only if that context is uncharged")  # fmt: skip
+    if largest_mib >= quota_mib or not overhead_mib:
+        why = "the primary context is not charged below the quota here, so there is no charge to escape"
+        return _finding("cuctxcreate-context", tried, f"largest allocation {largest_mib} MiB", None, why)
+    control = runner("alloc", ask, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": _fresh_cache()})
+    created = runner("ctx-create", ask, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": _fresh_cache()})
+    _collect(oom, control, created)
+    observed = (f"on its primary context a fresh child {_said(control, ask)}; on a cuCtxCreate context it "
+                f"{_said(created, ask)} (this process's largest allocation: {largest_mib} MiB)")  # fmt: skip
+    if not created.get("ok"):
+        return _finding("cuctxcreate-context", tried, observed, None, str(created.get("error")))
+    if control.get("allocated"):
+        why = "a fresh child's primary context was not charged either, so this ask cannot single out cuCtxCreate"
+        return _finding("cuctxcreate-context", tried, observed, None, why)
+    return _finding("cuctxcreate-context", tried, observed, bool(created.get("allocated")))
+
+
+def mps_pinned_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
+    """An MPS client that sets its own, larger CUDA_MPS_PINNED_DEVICE_MEM_LIMIT asks twice the quota."""
+    ask = 2 * quota_mib
+    value = f"0={4 * quota_mib}M"
+    tried = f"a child MPS client with CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={value} allocating {ask} MiB (quota {quota_mib})"
+    control = runner("alloc", ask, dict(os.environ))
+    raised = runner("alloc", ask, {**os.environ, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": value})
+    observed = f"with the Pod's limit the child {_said(control, ask)}; with its own it {_said(raised, ask)}"
+    if control.get("allocated"):
+        return _finding("mps-own-pinned-limit", tried, observed, None, "the Pod's own limit did not hold in a child")
+    return _finding("mps-own-pinned-limit", tried, observed, bool(raised.get("allocated")))
+
+
+def mps_pipe_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
+    """A child that points CUDA_MPS_PIPE_DIRECTORY at an empty directory, so it is no MPS client at all."""
+    ask = 2 * quota_mib
+    empty = tempfile.mkdtemp(prefix="gpushare-no-mps-")
+    tried = f"a child process with CUDA_MPS_PIPE_DIRECTORY={empty} (no MPS server there) allocating {ask} MiB"
+    answer = runner("alloc", ask, {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": empty})
+    observed = f"the child {_said(answer, ask)}"
+    if answer.get("allocated"):
+        observed += ": it ran outside MPS, where no pinned limit applies (the card's compute mode lets it)"
+    return _finding("mps-pipe-directory", tried, observed, bool(answer.get("allocated")) if answer.get("ok") else None,
+                    answer.get("error"))  # fmt: skip
+
+
+def mechanism_of(env: dict[str, Any], mapped: Sequence[str], given: str = "auto") -> str:
+    """`hami-core`, `mps` or `none`: what limits this process, from its env and the mapped libraries."""
+    if given != "auto":
+        return given
+    if env.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT") or env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"):
+        return "mps"
+    if mapped or env.get("CUDA_DEVICE_MEMORY_LIMIT_0") or env.get("CUDA_DEVICE_MEMORY_LIMIT"):
+        return "hami-core"
+    return "none"
+
+
+def all_findings(alloc: Allocator, result: dict[str, Any], runner: ChildRunner, log: Callable[[str], None]) -> None:
+    """The mechanism's findings, appended to `result` as each one finishes."""
+    quota = result["expected_limit_mib"] or result["visible_total_mib"] or 0
+    oom: list[str] = []
+    ids = ("mps-own-pinned-limit", "mps-pipe-directory") if result["mechanism"] == "mps" else (
+        "fresh-cache-file", "own-limit-fresh-cache")  # fmt: skip
+    largest = result.get("largest_alloc_mib")
+    if largest is None or largest > quota:
+        why = f"the {quota} MiB quota did not hold in this process itself (largest allocation {largest} MiB)"
+        for fid in (*ids, "cuctxcreate-context"):
+            result["findings"].append(_finding(fid, "nothing: there is no limit here to get around", why, None, why))
+        return
+    if result["mechanism"] == "mps":
+        tries: list[Callable[[], dict[str, Any]]] = [
+            lambda: mps_pinned_finding(quota, runner),
+            lambda: mps_pipe_finding(quota, runner),
+            lambda: context_finding(result["largest_alloc_mib"], result["context_overhead_mib"], quota, runner, oom),
+        ]
     else:
-        bypassed = bool(answer.get("allocated"))
-    return {"id": "non-primary-context", "tried": tried, "observed": observed,
-            "allocated_mib": child_mib if answer.get("allocated") else 0, "bypassed": bypassed}  # fmt: skip
+        tries = [
+            lambda: fresh_cache_finding(alloc, quota, runner, oom),
+            lambda: own_limit_finding(quota, runner, oom),
+            lambda: context_finding(result["largest_alloc_mib"], result["context_overhead_mib"], quota, runner, oom),
+        ]
+    for attempt in tries:
+        with captured_stderr(result["hami_oom_lines"]):
+            finding = attempt()
+        result["findings"].append(finding)
+        log(f"finding {finding['id']}: {finding['observed']} (bypassed: {finding['bypassed']})")
+    result["hami_oom_lines"].extend(oom)
 
 
 def measure(
@@ -350,7 +486,8 @@ def measure(
     result["visible_total_mib"], result["visible_free_mib"] = total // MIB, free // MIB
     log(f"{result['gpu_name']} {result['gpu_uuid']}: cuMemGetInfo total {total // MIB} MiB, free {free // MIB} MiB; "
         f"NVML total {result['nvml_total_mib']} MiB")  # fmt: skip
-    log(f"env {json.dumps(result['env'])}; /etc/ld.so.preload {result['ld_so_preload']}")
+    result["mechanism"] = mechanism_of(result["env"], result["preload"]["mapped"], args.mechanism)
+    log(f"env {json.dumps(result['env'])}; preload {result['preload']}; mechanism {result['mechanism']}")
     alloc = Allocator(cuda)
     phases = result["phases"]
     with captured_stderr(result["hami_oom_lines"]):
@@ -365,17 +502,11 @@ def measure(
         # Only under an enforced quota is the shortfall the context's charge; above it, a number means nothing.
         result["context_overhead_mib"] = expected - largest
     if args.findings:
-        quota = expected if expected is not None else total // MIB
-        oom: list[str] = []
-        with captured_stderr(result["hami_oom_lines"]):
-            result["findings"].append(shared_cache_finding(alloc, quota, runner, oom))
-        result["findings"].append(context_finding(largest, quota, runner, oom))
-        result["hami_oom_lines"].extend(oom)
-        for finding in result["findings"]:
-            log(f"finding {finding['id']}: {finding['observed']} (bypassed: {finding['bypassed']})")
+        all_findings(alloc, result, runner, log)
     result["hami_oom_lines"] = [line for line in result["hami_oom_lines"] if parse_oom_line(line)]
     result["cuda_error"] = alloc.last_error
     result["ok"] = True
+    result["enforcement"] = enforcement(result)
     result["limit_enforced"] = judge_limit(result)
     return alloc
 
@@ -409,6 +540,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--extra-mib", type=int, default=2048)
     p.add_argument("--sweep-gib", type=lambda s: [float(x) for x in s.split(",") if x], default=[2, 3, 3.8, 4, 4.5, 6])
     p.add_argument("--findings", action="store_true", help="try what a quota may not stop, in child processes")
+    p.add_argument("--mechanism", default="auto", choices=("auto", "hami-core", "mps", "none"))
     p.add_argument(
         "--result-file", default=None, help="also write the JSON here (≤ 4096 bytes), e.g. /dev/termination-log"
     )

@@ -111,7 +111,8 @@ def memory_command(probes: ProbeSettings) -> list[str]:
 
 def compute_command(probes: ProbeSettings) -> list[str]:
     """The compute probe's argv: a limited run and an unlimited baseline on the same card."""
-    return ["python3", f"{MOUNT_PATH}/compute.py", "--json", "--seconds", str(probes.compute_seconds), "--baseline"]
+    seconds = str(probes.compute_seconds)
+    return ["python3", f"{MOUNT_PATH}/compute.py", "--json", "--seconds", seconds, "--baseline", "child"]
 
 
 def try_pod_name(prefix: str, try_id: str) -> str:

@@ -1,0 +1,145 @@
+"""What a host proof runs: a stack's expectation and its proof Pods' probe arguments, taken from the offline plan.
+
+`host_plan(stack)` plans the stack (needs pulumi); the JSON it returns is what `--expect FILE` reads on a GPU
+host that has no pulumi. Everything else here is standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from components.incluster.checks import REGISTRY
+from components.incluster.expectation import Expectation
+
+VERIFIER_ENV = "GPUSHARE_EXPECT"
+CLUSTER_ONLY: dict[str, str] = {
+    "overcommit-rejected": "an over-commit Pod stays Pending only through a scheduler's filter and its event",
+    "monitor-metrics": "the per-Pod metrics come from the node-local monitor, a DaemonSet in the cluster",
+}
+"""Checks only a cluster can show, with the reason a host proof reports for not running them."""
+CLUSTER_ONLY_PARTS: dict[str, str] = {
+    "allocationAnnotation": "same-gpu: the scheduler's allocation annotation",
+    "wholeGpuPod": "view-isolation: the whole-GPU Pod against the node label",
+    "nodeRegistration": "quota-injection: the device plugin's node registration and allocatable slots",
+    "podTries": "findings: the ways around the quota that exist only at Pod creation, each tried in its own Pod",
+}
+"""Parts of host-run checks that need a cluster: dropped from the host expectation and named in the verdict."""
+HOST_ONLY_FLAGS = {"--result-file": 1, "--ready-file": 1, "--keep-holding": 1}
+"""Pod-only memory-probe flags (and how many values follow): a host process has no termination log or readiness."""
+
+
+class ExpectationError(ValueError):
+    """An expectation file or plan that does not describe a proof to run."""
+
+
+def _container(resource: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((resource.get("inputs") or {}).get("spec") or {}).get("containers", [{}])[0]
+
+
+def probe_argv(command: Sequence[str]) -> dict[str, list[str]]:
+    """A proof Pod's command → each probe's arguments: {"memory": [...], "compute": [...]} (compute when run)."""
+    if len(command) >= 3 and command[0] == "/bin/sh" and command[1] == "-c":
+        parts = [shlex.split(part.strip().removeprefix("exec ")) for part in command[2].split(";")]
+    else:
+        parts = [list(command)]
+    found: dict[str, list[str]] = {}
+    for argv in parts:
+        for probe in ("memory", "compute"):
+            script = next((i for i, word in enumerate(argv) if word.endswith(f"/{probe}.py")), None)
+            if script is not None:
+                found[probe] = argv[script + 1 :]
+    if "memory" not in found:
+        raise ExpectationError(f"no memory probe in the Pod command {list(command)}")
+    return found
+
+
+def from_plan(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The offline plan's JSON → {"stack", "expect", "pods": {name: {"memory": argv, "compute": argv?}}}."""
+    resources = plan.get("resources") or []
+    expect = None
+    for resource in resources:
+        for env in _container(resource).get("env") or []:
+            if env.get("name") == VERIFIER_ENV:
+                expect = json.loads(env["value"])
+    if expect is None:
+        raise ExpectationError(f"stack {plan.get('stack')}: the plan has no verifier ({VERIFIER_ENV}): is verify off?")
+    pods: dict[str, Any] = {}
+    for name in expect.get("pods") or []:
+        match = [r for r in resources if ((r.get("inputs") or {}).get("metadata") or {}).get("name") == name]
+        if not match:
+            raise ExpectationError(f"stack {plan.get('stack')}: proof Pod {name} is not in the plan")
+        pods[name] = probe_argv(_container(match[0]).get("command") or [])
+    return {"stack": plan.get("stack"), "expect": expect, "pods": pods}
+
+
+def host_plan(stack: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Plan `stack` offline (pulumi's mocks) and take its proof from the plan."""
+    from components import plan as planner  # pulumi only here: a GPU host reads a file instead
+
+    return from_plan(json.loads(planner.run(stack, list(overrides)).to_json()))
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """An expectation file written by `--write-expect`."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ExpectationError(f"cannot read the expectation file {path}: {exc}") from exc
+    if not isinstance(data, dict) or "expect" not in data or "pods" not in data:
+        raise ExpectationError(
+            f"{path} is not a host expectation (keys stack, expect, pods); write one with --write-expect"
+        )
+    return data
+
+
+def host_memory_argv(argv: Sequence[str], hold_seconds: int | None, mechanism: str) -> list[str]:
+    """The Pod's memory-probe arguments without the Pod-only flags, with the host's hold length and mechanism."""
+    out: list[str] = []
+    skip = 0
+    for word in argv:
+        if skip:
+            skip -= 1
+            continue
+        if word in HOST_ONLY_FLAGS:
+            skip = HOST_ONLY_FLAGS[word]
+            continue
+        if word == "--hold-seconds" and hold_seconds is not None:
+            out += [word, str(hold_seconds)]
+            skip = 1
+            continue
+        out.append(word)
+    return [*out, "--mechanism", mechanism]
+
+
+def host_expect(
+    expect: Mapping[str, Any], mechanism: str, limit_env: Mapping[str, str], card_mib: int | None = None
+) -> Expectation:
+    """The expectation a host can judge: cluster-only checks and parts removed, every Pod measuring compute, this
+    host's card; under MPS, the view is the card's own and nothing is preloaded."""
+    card = card_mib or int(expect.get("cardMiB") or 0)
+    wire: dict[str, Any] = {
+        **expect,
+        "mechanism": mechanism,
+        "limitEnv": dict(limit_env),
+        "cardMiB": card,
+        "overcommitPod": None,
+        "overcommitMiB": None,
+        "overcommitSlots": None,
+        "pendingReason": None,
+        "monitor": None,
+        "nodeMemoryLabel": None,
+        "computePods": list(expect.get("pods") or []) if expect.get("coresPercent") is not None else [],
+    }
+    for key in CLUSTER_ONLY_PARTS:
+        wire[key] = [] if key == "podTries" else None
+    if mechanism == "mps":
+        wire.update(visibleMiB=card, preloadLibrary=None)
+    wire = {k: v for k, v in wire.items() if k in expect or v not in (None, [])}
+    wanted = [c for c in expect.get("checks") or [] if c not in CLUSTER_ONLY]
+    # A check the mechanism does not offer (MPS preloads nothing) is left to the plan's refusal, not run here.
+    wire["checks"] = [c for c in wanted if c not in REGISTRY or mechanism in REGISTRY[c].rules]
+    return Expectation.parse(wire)

@@ -1,0 +1,190 @@
+"""One stack's proof on this GPU host: a baseline alone, then the proof Pods as processes at once, then the judge.
+
+Standard library only. Checks that need a cluster are reported with `passed: null` and the reason, never
+passed; the verdict's `passed` covers the checks a host ran, and `notRunOnHost` names the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from components.incluster import judge
+from components.incluster.expectation import Expectation
+from components.incluster.parse import probe_results
+from components.verify.host import expectation
+from components.verify.host.runner import card, clean_env, hami_env, mps_client_env, probe, run_pods, run_process
+
+SETUPS = ("hami-core", "bare", "mps")
+BASELINE_SECONDS = 8
+BASELINE_WARMUP_S = 2
+PROCESS_TIMEOUT_S = 540
+
+
+@dataclass(frozen=True)
+class HostOptions:
+    """How this host runs a proof: the setup, the library, where files go, and the host's own shorter holds."""
+
+    setup: str
+    workdir: Path
+    lib: str | None = None
+    mps_env: Mapping[str, str] | None = None
+    hold_seconds: int | None = None
+    compute_seconds: float | None = None
+    compute_warmup: float = 3.0
+    gpu_uuid: str | None = None
+    """The card's UUID, set as NVIDIA_VISIBLE_DEVICES the way the device plugin names a Pod's card."""
+
+
+def mechanism(setup: str) -> str:
+    """The mechanism the judge is told of: bare is HAMi-core's expectation with the library absent."""
+    return "mps" if setup == "mps" else "hami-core"
+
+
+def limit_env(expect: Mapping[str, Any], setup: str) -> dict[str, str]:
+    """The env every Pod must see: the stack's HAMi limit env, or the MPS client limits for its slice."""
+    cores = expect.get("coresPercent")
+    if setup == "mps":
+        return mps_client_env(int(expect.get("visibleMiB") or 0), cores, {})
+    return dict(expect.get("limitEnv") or {})
+
+
+def pod_env(expect: Mapping[str, Any], options: HostOptions, pod: str) -> dict[str, str]:
+    """A proof Pod's process env under the setup; each Pod's HAMi-core cache file is fresh."""
+    cores = expect.get("coresPercent")
+    device = {"NVIDIA_VISIBLE_DEVICES": options.gpu_uuid} if options.gpu_uuid else {}
+    if options.setup == "mps":
+        client = mps_client_env(int(expect.get("visibleMiB") or 0), cores, options.mps_env or {})
+        return {**clean_env(), **device, **client}
+    cache = options.workdir / f"{pod}.cache"
+    cache.unlink(missing_ok=True)
+    lib = options.lib if options.setup == "hami-core" else None
+    return {**clean_env(), **device, **hami_env(lib, expect.get("limitEnv") or {}, cores, cache)}
+
+
+def baseline_env(expect: Mapping[str, Any], options: HostOptions) -> tuple[dict[str, str], str]:
+    """The unlimited process's env and how it was obtained (what the compute probe's child does in a Pod)."""
+    if options.setup == "hami-core":
+        env = {**pod_env(expect, options, "baseline"), "GPU_CORE_UTILIZATION_POLICY": "disable"}
+        return env, "a process with libvgpu.so preloaded and GPU_CORE_UTILIZATION_POLICY=disable"
+    if options.setup == "mps":
+        return clean_env(), "a process outside MPS (no client settings) with the card to itself"
+    return pod_env(expect, options, "baseline"), "a process with the Pod's env and no library"
+
+
+def last_json(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def measure_baseline(expect: Mapping[str, Any], options: HostOptions, log: Callable[[str], None]) -> tuple[Path, str]:
+    """The compute baseline, alone on the card, written where the Pods' compute probes read it; and how it was made.
+
+    A baseline that failed leaves the Pods without one (`none`): compute-limited then fails with the reason.
+    """
+    env, how = baseline_env(expect, options)
+    log(f"baseline: {how}")
+    args = ["--baseline", "none", "--seconds", str(BASELINE_SECONDS), "--warmup", str(BASELINE_WARMUP_S),
+            "--measured-by", how]  # fmt: skip
+    code, out, err = run_process(probe("compute", args), env, PROCESS_TIMEOUT_S)
+    result = last_json(out)
+    if code != 0 or not result or not result.get("ok"):
+        failed = f"the baseline ({how}) failed, exit {code}: {(result or {}).get('error') or err[-400:]}"
+        log(failed)
+        return Path("none"), failed
+    path = options.workdir / "baseline.json"
+    path.write_text(json.dumps(result))
+    return path, how
+
+
+def not_run(expect: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The planned cluster-only checks, each passed null with the reason; and the cluster-only parts left out."""
+    planned = {c["id"]: c for c in judge.planned_checks(Expectation.parse(dict(expect)))}
+    checks = [
+        {**planned[cid], "passed": None, "observed": f"not run on a host: {reason}", "evidence": None}
+        for cid, reason in expectation.CLUSTER_ONLY.items()
+        if cid in planned
+    ]
+    parts = {key: text for key, text in expectation.CLUSTER_ONLY_PARTS.items() if expect.get(key)}
+    return checks, parts
+
+
+def prove(
+    host: Mapping[str, Any],
+    options: HostOptions,
+    log: Callable[[str], None] = print,
+    baseline_file: Path | None = None,
+) -> dict[str, Any]:
+    """Run the stack's proof Pods as processes under `options.setup` and judge them: {"verdict", "evidence"}."""
+    started = time.time()
+    expect, pods = host["expect"], host["pods"]
+    options.workdir.mkdir(parents=True, exist_ok=True)
+    cores = expect.get("coresPercent")
+    how: str | None = None
+    steps: dict[str, list[tuple[list[str], dict[str, str]]]] = {name: [] for name in pods}
+    if cores is not None:
+        if baseline_file is None:
+            baseline_file, how = measure_baseline(expect, options, log)
+        else:
+            how = (json.loads(baseline_file.read_text()) or {}).get("measured_by")
+        args = ["--baseline", str(baseline_file), "--warmup", str(options.compute_warmup),
+                "--mechanism", "none" if options.setup == "bare" else mechanism(options.setup)]  # fmt: skip
+        if options.compute_seconds is not None:
+            args += ["--seconds", str(options.compute_seconds)]
+        for name in pods:
+            steps[name].append((probe("compute", args), pod_env(expect, options, name)))
+    for name, argv in pods.items():
+        memory_args = expectation.host_memory_argv(argv["memory"], options.hold_seconds, mechanism(options.setup))
+        # The compute step already made this Pod's cache file: the memory probe must share it, as in one container.
+        env = steps[name][0][1] if steps[name] else pod_env(expect, options, name)
+        steps[name].append((probe("memory", memory_args), env))
+    log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
+    runs = run_pods(steps, PROCESS_TIMEOUT_S)
+    node = socket.gethostname()
+    evidence = {"pods": {n: r.evidence(node) for n, r in runs.items()}, "nodes": {}, "metrics": {}, "errors": []}
+    info = card()
+    judged_expect = expectation.host_expect(
+        expect, mechanism(options.setup), limit_env(expect, options.setup), info.get("mib")
+    )
+    verdict = judge.judge(judged_expect, evidence)
+    skipped, parts = not_run(expect)
+    order = list(expect.get("checks") or [])
+    checks = sorted([*verdict["checks"], *skipped], key=lambda c: order.index(c["id"]) if c["id"] in order else 99)
+    raw = {
+        name: {
+            **probe_results(run.logs),
+            "exit_codes": run.exit_codes,
+            "started": run.started,
+            "ended": run.ended,
+        }
+        for name, run in runs.items()
+    }
+    result = {
+        "scope": "host",
+        "stack": host.get("stack"),
+        "setup": options.setup,
+        "mechanism": mechanism(options.setup),
+        "library": options.lib if options.setup == "hami-core" else None,
+        "passed": bool(verdict["checks"]) and all(c["passed"] for c in verdict["checks"]),
+        "notRunOnHost": {c["id"]: c["observed"] for c in skipped},
+        "partsNotRunOnHost": parts,
+        "checks": checks,
+        "findings": verdict["findings"],
+        "card": info,
+        "baseline": how,
+        "holdSeconds": options.hold_seconds,
+        "wallSeconds": round(time.time() - started, 1),
+    }
+    for name in pods:
+        (options.workdir / f"{name}.cache").unlink(missing_ok=True)
+    return {"verdict": result, "evidence": raw, "expect": judged_expect.to_wire()}

@@ -1,0 +1,147 @@
+"""The host proof without a GPU: what it takes from the plan, what each Pod process gets, how it is judged.
+
+The judging tests feed the judge the H200's recorded host-proof output (tests/fixtures/real/h200), unedited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.incluster import judge
+from components.verify.host import expectation
+from components.verify.host.proof import HostOptions, pod_env, prove
+from components.verify.host.runner import STRIPPED_ENV, clean_env, mps_client_env
+from tests.helpers import real_fixtures
+from tests.helpers.probes import PROBES
+
+REAL = real_fixtures.REAL
+
+
+@pytest.fixture(scope="module")
+def cluster() -> dict[str, Any]:
+    return expectation.host_plan("cluster")
+
+
+def _judged(record: str, stack: dict[str, Any], mechanism: str = "hami-core") -> dict[str, Any]:
+    outputs = real_fixtures.real_outputs(record)
+    uuid = next(iter(outputs.values()))["memory"]["gpu_uuid"]
+    for out in outputs.values():  # the edit: the card named as the host proof names it now (NVIDIA_VISIBLE_DEVICES)
+        for result in out.values():
+            result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
+    evidence = {"pods": {pod: {"phase": "Succeeded", "nodeName": "h200", "logs": real_fixtures.probe_log(out)}
+                         for pod, out in outputs.items()}}  # fmt: skip
+    expect = expectation.host_expect(stack["expect"], mechanism, stack["expect"]["limitEnv"])
+    return {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
+
+
+def test_the_plan_gives_each_proof_pods_probe_arguments(cluster: dict[str, Any]) -> None:
+    pods = cluster["pods"]
+    assert list(pods) == ["gpu-slice-a", "gpu-slice-b"]
+    assert pods["gpu-slice-a"]["compute"] == ["--json", "--seconds", "20", "--baseline", "child"]
+    assert "compute" not in pods["gpu-slice-b"]  # in a cluster only A measures compute
+    memory = pods["gpu-slice-b"]["memory"]
+    assert memory[memory.index("--expect-limit-mib") + 1] == "4000" and "--findings" in memory
+    assert cluster["expect"]["coresPercent"] == 30 and cluster["expect"]["limitBytes"] == 4000 * 2**20
+
+
+def test_a_pod_command_without_a_memory_probe_is_refused() -> None:
+    with pytest.raises(expectation.ExpectationError, match="no memory probe"):
+        expectation.probe_argv(["sleep", "infinity"])
+
+
+def test_host_memory_arguments_drop_the_pod_only_flags_and_take_the_hosts_hold() -> None:
+    argv = ["--json", "--hold-seconds", "30", "--result-file", "/dev/termination-log", "--ready-file", "/tmp/r",
+            "--keep-holding", "3072", "--findings"]  # fmt: skip
+    assert expectation.host_memory_argv(argv, 5, "hami-core") == [
+        "--json", "--hold-seconds", "5", "--findings", "--mechanism", "hami-core"
+    ]  # fmt: skip
+    assert expectation.host_memory_argv(argv, None, "mps")[:3] == ["--json", "--hold-seconds", "30"]
+
+
+def test_the_host_expectation_leaves_out_what_only_a_cluster_shows(cluster: dict[str, Any]) -> None:
+    expect = expectation.host_expect(cluster["expect"], "hami-core", cluster["expect"]["limitEnv"], 143771)
+    assert "overcommit-rejected" in cluster["expect"]["checks"] and "overcommit-rejected" not in expect.checks
+    assert expect.allocation_annotation is None and expect.node_registration is None and expect.pod_tries == ()
+    assert expect.compute_pods == ("gpu-slice-a", "gpu-slice-b")  # both Pods at once, as two tenants would run
+    assert expect.card_mib == 143771 and expect.visible_mib == 4000
+    mps = expectation.host_expect(cluster["expect"], "mps", {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4000M"}, 143771)
+    assert mps.visible_mib == 143771 and mps.preload_library is None and "preload-mechanism" not in mps.checks
+
+
+def test_each_pod_process_gets_its_own_cache_file_and_the_library_only_under_hami_core(tmp_path: Path) -> None:
+    expect = {"limitEnv": {"CUDA_DEVICE_MEMORY_LIMIT_0": "4000m"}, "coresPercent": 30, "visibleMiB": 4000}
+    lib = HostOptions(setup="hami-core", workdir=tmp_path, lib="/opt/libvgpu.so")
+    a, b = pod_env(expect, lib, "a"), pod_env(expect, lib, "b")
+    assert a["LD_PRELOAD"] == "/opt/libvgpu.so" and a["CUDA_DEVICE_SM_LIMIT"] == "30"
+    assert a["CUDA_DEVICE_MEMORY_SHARED_CACHE"] != b["CUDA_DEVICE_MEMORY_SHARED_CACHE"]
+    bare = pod_env(expect, HostOptions(setup="bare", workdir=tmp_path, lib="/opt/libvgpu.so"), "a")
+    assert "LD_PRELOAD" not in bare and bare["CUDA_DEVICE_MEMORY_LIMIT_0"] == "4000m"
+    mps = pod_env(expect, HostOptions(setup="mps", workdir=tmp_path, mps_env={"CUDA_MPS_PIPE_DIRECTORY": "/p"}), "a")
+    assert mps_client_env(4000, 30, {}) == {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4000M",
+                                            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}  # fmt: skip
+    assert mps["CUDA_MPS_PIPE_DIRECTORY"] == "/p" and "CUDA_DEVICE_MEMORY_LIMIT_0" not in mps
+
+
+def test_the_hosts_own_quota_settings_never_leak_into_a_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in STRIPPED_ENV:
+        monkeypatch.setenv(key, "leaked")
+    assert not set(STRIPPED_ENV) & set(clean_env())
+
+
+def test_without_a_gpu_every_host_check_fails_and_cluster_checks_are_not_run(
+    cluster: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUSHARE_LIBCUDA", str(tmp_path / "libcuda.so.1"))
+    proven = prove(cluster, HostOptions(setup="bare", workdir=tmp_path, hold_seconds=0), log=lambda _line: None)
+    verdict = proven["verdict"]
+    checks = {c["id"]: c for c in verdict["checks"]}
+    assert list(checks) == cluster["expect"]["checks"]
+    assert checks["overcommit-rejected"]["passed"] is None
+    assert checks["overcommit-rejected"]["observed"].startswith("not run on a host: ")
+    assert verdict["notRunOnHost"] == {"overcommit-rejected": checks["overcommit-rejected"]["observed"]}
+    assert verdict["passed"] is False and checks["same-gpu"]["passed"] is False
+    assert "the library is not there" in checks["memory-enforced"]["observed"]
+    assert "the baseline" in verdict["baseline"] and "failed" in verdict["baseline"]
+
+
+def test_the_h200_run_under_hami_core_passes_every_check_a_host_can_run(cluster: dict[str, Any]) -> None:
+    checks = _judged("cluster-hami-core", cluster)
+    assert all(c["passed"] is True for c in checks.values()), {k: c["observed"] for k, c in checks.items()}
+    assert "compute-limited" in checks and "short many-block launches run at about 0.30" in checks[
+        "compute-limited"]["observed"]  # fmt: skip
+
+
+def test_the_h200_run_without_the_library_fails_memory_and_compute_saying_it_is_not_there(
+    cluster: dict[str, Any],
+) -> None:
+    checks = _judged("cluster-bare", cluster)
+    for check_id in ("memory-enforced", "compute-limited"):
+        assert checks[check_id]["passed"] is False
+        assert "libvgpu.so is not mapped into the probe process" in checks[check_id]["observed"]
+        assert "the library is not there" in checks[check_id]["observed"]
+    assert checks["preload-mechanism"]["passed"] is False and "HAMi-core is not loaded" in checks[
+        "preload-mechanism"]["observed"]  # fmt: skip
+
+
+@pytest.mark.parametrize("probe", ["memory", "compute"])
+def test_recorded_outputs_have_exactly_the_keys_the_probes_print(probe: str, tmp_path: Path) -> None:
+    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
+    extra = ["--baseline", "none"] if probe == "compute" else []
+    argv = [sys.executable, str(PROBES / f"{probe}.py"), "--json", *extra]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    printed = json.loads(done.stdout.splitlines()[-1])
+    for record in ("cluster-hami-core", "cluster-mps", "cluster-bare", "gke-hami-core", "k3s-hami-core"):
+        for pod, outputs in real_fixtures.real_outputs(record).items():
+            if probe in outputs:
+                assert set(outputs[probe]) == set(printed), (record, pod)
+
+
+def test_the_judges_fixtures_carry_the_recorded_probe_output() -> None:
+    assert real_fixtures.main(["--check"]) == 0
