@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Record the host proof and the HAMi-core-vs-MPS comparison on one GPU host, from the repository root.
+# Usage: docs/host-proof/record.sh LIBVGPU EXPECT_DIR OUT_DIR [TARBALL]
+#   LIBVGPU    libvgpu.so built from HAMi-core's source (a Debug build: Release hides the hooked symbols)
+#   EXPECT_DIR gke.json, k3s.json, cluster.json from `python -m components.verify.host STACK --write-expect`
+#   OUT_DIR    one folder per run (verdict.json, evidence.json, log), plus the comparison
+#   TARBALL    where OUT_DIR is packed after each run (default OUT_DIR.tgz)
+# Holds are 5 s (the stacks ask 30 s of a Pod, which a cluster needs for its other checks, a host does not).
+set -uo pipefail
+lib=$1 expects=$2 out=$3 tarball=${4:-$3.tgz}
+mkdir -p "$out"
+# The comparison stops its MPS daemon itself; this covers a run killed before it could.
+trap 'for d in /tmp/gpushare-host-*/mps/pipe; do [ -d "$d" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$d nvidia-cuda-mps-control; done' EXIT
+nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv >"$out/card.csv" 2>&1
+run() {  # NAME OUT ARGS...: one host-proof run, its wall time, its exit code; the record packed after each
+  local name=$1 dir=$2; shift 2
+  local start=$SECONDS
+  mkdir -p "$dir"
+  python3 -m components.verify.host "$@" --out "$dir" --hold-seconds 5 >"$out/$name.log" 2>&1
+  echo "$name exit $? in $((SECONDS - start)) s" | tee -a "$out/runs.txt"
+  tar -czf "$tarball" -C "$(dirname "$out")" "$(basename "$out")"
+}
+# HAMi-core and MPS on the cluster stack's quotas (4000 MiB, 30 %): cluster-hami-core/, cluster-mps/, comparison.*
+run compare "$out" compare --expect "$expects/cluster.json" --lib "$lib"
+run cluster-bare "$out/cluster-bare" cluster --expect "$expects/cluster.json"
+run gke-hami-core "$out/gke-hami-core" gke --expect "$expects/gke.json" --lib "$lib"
+run gke-bare "$out/gke-bare" gke --expect "$expects/gke.json"
+run k3s-hami-core "$out/k3s-hami-core" k3s --expect "$expects/k3s.json" --lib "$lib"
+run k3s-bare "$out/k3s-bare" k3s --expect "$expects/k3s.json"
