@@ -230,6 +230,15 @@ def test_multi_line_outputs_are_indented_and_long_structured_ones_point_to_json(
     assert json.dumps(plan.outputs["verification"]["checks"][0]["expected"]) not in verification
 
 
+def test_a_long_flat_list_output_is_shown_whole_one_item_a_line(plan_stack) -> None:
+    plan = plan_stack("cluster")
+    images = plan.outputs["images"]
+    assert len(json.dumps(images)) > text.OUTPUT_JSON_LIMIT and all(isinstance(i, str) for i in images)
+    shown = text.render(plan).split("\noutputs:\n")[1]
+    assert "\n".join(["  images:", *(f"    - {image}" for image in images)]) in shown
+    assert f"| `images` | {'<br>'.join(f'`{image}`' for image in images)} |" in markdown.render(plan)
+
+
 def test_markdown_has_a_row_for_every_real_resource_and_matches_the_golden_plan(plan_stack) -> None:
     plan = plan_stack("gke")
     shown = markdown.render(plan, golden=golden_plan("gke"))

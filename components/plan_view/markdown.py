@@ -100,7 +100,13 @@ def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | 
             shown = value
         else:
             text = json.dumps(value, sort_keys=True)
-            shown = f"`{text}`" if len(text) <= CELL_LIMIT else "structured: `--json` has it whole"
+            flat = isinstance(value, list) and all(isinstance(v, str | int | float | bool) for v in value)
+            if len(text) <= CELL_LIMIT:
+                shown = f"`{text}`"
+            elif flat:
+                shown = "\n".join(f"`{v}`" for v in value)
+            else:
+                shown = "structured: `--json` has it whole"
         lines.append(f"| `{name}` | {_cell(shown)} |")
     for name, text in long_texts.items():
         lines += ["", f"<details><summary><code>{name}</code></summary>", "", text.rstrip("\n"), "", "</details>"]

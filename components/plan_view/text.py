@@ -48,7 +48,20 @@ def output_lines(name: str, value: Any, indent: str = "  ") -> list[str]:
     compact = json.dumps(value, sort_keys=True)
     if len(compact) <= OUTPUT_JSON_LIMIT or not isinstance(value, dict | list):
         return [f"{indent}{name}: {compact}"]
+    # A flat list or object reads whole, one item a line; nested structure is for --json.
+    if isinstance(value, list) and all(_is_scalar(v) for v in value):
+        return [f"{indent}{name}:", *(f"{indent}  - {_scalar(v)}" for v in value)]
+    if isinstance(value, dict) and all(_is_scalar(v) for v in value.values()):
+        return [f"{indent}{name}:", *(f"{indent}  {k}: {_scalar(v)}" for k, v in value.items())]
     return [f"{indent}{name}: {_shape(value)} (--json has the whole output)"]
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def render(plan: Plan) -> str:
