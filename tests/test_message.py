@@ -8,6 +8,7 @@ from typing import Any
 
 from components.incluster import judge, message
 from components.verify import report
+from tests.helpers.real_fixtures import REAL, real_outputs
 from tests.helpers.recorded import load
 
 
@@ -107,18 +108,24 @@ def test_a_termination_message_that_is_neither_json_nor_compressed_is_refused() 
 
 
 def _worst_case(stack: str) -> tuple[Any, dict[str, Any]]:
-    """`stack`'s recorded run judged with every check failing (its longest observations), plus every finding any
-    recorded run reported, on every proof Pod: the most a verdict of that stack carries."""
+    """`stack`'s recorded run judged with every check failing (its longest observations), carrying every finding
+    the probes reported in any of the H200's host-proof runs (HAMi-core, MPS, bare), on every proof Pod, plus a
+    Pod-level try that could not run: more than any one run of that stack can report."""
     expect, evidence = load(stack)
     for name in expect.pods:
         evidence["pods"][name]["phase"] = "Pending"  # every check fails, naming the Pod and why
     result = judge.judge(expect, evidence)
-    recorded = {}
-    for other in ("cluster", "kai", "k3s"):
-        e, ev = load(other)
-        for f in judge.judge(e, ev)["findings"]:
-            recorded.setdefault(f["id"], f)
-    result["findings"] = [{**f, "pod": name} for name in expect.pods for f in recorded.values()]
+    recorded: dict[str, dict[str, Any]] = {}
+    for record in sorted(p.name for p in REAL.iterdir() if p.is_dir()):
+        for out in real_outputs(record).values():
+            for probe, output in out.items():
+                for f in output.get("findings") or []:
+                    recorded.setdefault(f["id"], judge.finding(f, probe=probe))
+    tries = [judge.finding({"id": "cuda-disable-control", "tried": "a Pod whose own spec sets CUDA_DISABLE_CONTROL"
+                            "=true, asking for the same slice", "observed": "nothing measured",
+                            "why": f"Pod {expect.pods[0]}-try has no memory probe result in its log (phase Pending)"},
+                           pod=f"{expect.pods[0]}-try", probe="pod-try")]  # fmt: skip
+    result["findings"] = [{**f, "pod": name} for name in expect.pods for f in recorded.values()] + tries
     return expect, result
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from components.incluster.expectation import Expectation
+from tests.helpers.real_fixtures import probe_log, real_outputs
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -60,3 +61,18 @@ def set_compute_window(result: dict[str, Any], seconds: float) -> None:
     judged = (result.get("shapes") or {}).get(result.get("judged_shape") or "short_many")
     if isinstance(judged, dict):
         judged["window_s"] = seconds
+
+
+def real_run(stack: str, record: str) -> tuple[Expectation, dict[str, Any]]:
+    """`stack`'s recorded cluster objects with every proof Pod's log taken from the H200 host-proof `record`
+    (tests/fixtures/real/h200/<record>), unedited but for NVIDIA_VISIBLE_DEVICES: the host's index `0` becomes
+    the card's UUID, as the device plugin names it in a Pod."""
+    expect, evidence = load(stack)
+    outputs = real_outputs(record)
+    uuid = next(iter(outputs.values()))["memory"]["gpu_uuid"]
+    for pod, out in outputs.items():
+        for result in out.values():
+            if (result.get("env") or {}).get("NVIDIA_VISIBLE_DEVICES") == "0":
+                result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
+        evidence["pods"][pod]["logs"] = probe_log(out)
+    return expect, evidence
