@@ -189,6 +189,23 @@ def test_the_comment_shows_what_changed_against_the_base_branchs_golden_plans(tm
     assert '- `k3s-vm-firewall` inputs.sourceRanges[0]: "0.0.0.0/0" → "198.51.100.7/32"' in shown
 
 
+def test_the_comment_of_every_stack_fits_in_one_github_comment(capsys) -> None:
+    assert comment.main([]) == 0
+    shown = capsys.readouterr().out
+    assert len(shown) < comment.GITHUB_COMMENT_LIMIT
+    assert all(f"### Offline plan of `{stack}`" in shown for stack in comment.stacks())
+
+
+def test_a_comment_past_githubs_limit_drops_the_graphs_then_is_cut(monkeypatch) -> None:
+    whole = comment.render(["k3s"])
+    monkeypatch.setattr(comment, "GITHUB_COMMENT_LIMIT", len(whole) - 1)
+    without_graphs = comment.render(["k3s"])
+    assert "```mermaid" not in without_graphs and "### Offline plan of `k3s`" in without_graphs
+    monkeypatch.setattr(comment, "GITHUB_COMMENT_LIMIT", 2000)
+    cut = comment.render(["k3s"])
+    assert len(cut) < 2000 and cut.endswith(comment.CUT)
+
+
 def test_the_comment_refuses_an_unknown_stack(capsys) -> None:
     assert comment.main(["eks"]) == 2
     assert "eks" in capsys.readouterr().err

@@ -18,20 +18,34 @@ from components.plan_view import markdown, mermaid
 from components.plan_view.golden import GOLDEN_DIR, golden_plan
 
 TITLE = "## Offline plan (Pulumi's mock engine, no credentials)"
+GITHUB_COMMENT_LIMIT = 65536
+"""Characters GitHub accepts in one pull-request comment."""
 
 
 def stacks() -> list[str]:
     return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
 
 
+CUT = "\n\n… cut at GitHub's comment limit: `python -m components.plan_view.comment` prints the whole.\n"
+
+
 def render(names: list[str], against: Path = GOLDEN_DIR) -> str:
-    parts = [TITLE]
+    """The comment; past GitHub's limit without the graphs, and past it still, cut with a pointer to the whole."""
+    bodies, graphs = [], []
     for stack in names:
         plan = run(stack)
         name = f"tests/golden/{stack}.json" + ("" if against == GOLDEN_DIR else f" of {against.name}")
-        graph = f"<details><summary>dependency graph</summary>\n\n```mermaid\n{mermaid.render(plan)}\n```\n\n</details>"
-        parts += [markdown.render(plan, golden=golden_plan(stack, against), golden_name=name), graph]
-    return "\n\n".join(parts) + "\n"
+        # Each stack's report would repeat the same prose, and GitHub caps a comment's length.
+        bodies.append(markdown.render(plan, golden=golden_plan(stack, against), golden_name=name, long_outputs=False))
+        graphs.append(f"<details><summary>dependency graph</summary>\n\n```mermaid\n{mermaid.render(plan)}\n```"
+                      "\n\n</details>")
+    whole = "\n\n".join([TITLE, *(part for pair in zip(bodies, graphs, strict=True) for part in pair)]) + "\n"
+    if len(whole) < GITHUB_COMMENT_LIMIT:
+        return whole
+    without_graphs = "\n\n".join([TITLE, *bodies, "(graphs left out: `--mermaid` prints them)"]) + "\n"
+    if len(without_graphs) < GITHUB_COMMENT_LIMIT:
+        return without_graphs
+    return without_graphs[: GITHUB_COMMENT_LIMIT - len(CUT) - 1] + CUT
 
 
 def main(argv: list[str] | None = None) -> int:

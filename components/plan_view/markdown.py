@@ -62,8 +62,10 @@ def changes(plan: Plan, golden: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | None = None) -> str:
-    """`golden` is the plan to compare with, `golden_name` where it comes from (tests/golden/<stack>.json)."""
+def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | None = None,
+           long_outputs: bool = True) -> str:
+    """`golden` is the plan to compare with, `golden_name` where it comes from (tests/golden/<stack>.json);
+    without `long_outputs`, multi-line outputs (the report) are named, not shown."""
     golden_name = golden_name or f"tests/golden/{plan.stack}.json"
     graph = Graph(plan)
     lines = [
@@ -95,7 +97,7 @@ def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | 
     long_texts = {name: v for name, v in outputs.items() if isinstance(v, str) and "\n" in v}
     for name, value in outputs.items():
         if name in long_texts:
-            shown = "below"
+            shown = "below" if long_outputs else f"{value.count(chr(10)) + 1} lines: `--markdown` has it whole"
         elif isinstance(value, str):
             shown = value
         else:
@@ -108,6 +110,6 @@ def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | 
             else:
                 shown = "structured: `--json` has it whole"
         lines.append(f"| `{name}` | {_cell(shown)} |")
-    for name, text in long_texts.items():
+    for name, text in long_texts.items() if long_outputs else ():
         lines += ["", f"<details><summary><code>{name}</code></summary>", "", text.rstrip("\n"), "", "</details>"]
     return "\n".join(lines)
