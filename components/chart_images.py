@@ -129,7 +129,11 @@ def mirror_values(chart: ChartImages, mirrors: Mirrors) -> dict[str, Any]:
 
 
 def pulled(chart: ChartImages, ours: Mapping[str, Any], server_version: str | None = None) -> list[str]:
-    """Every image the release pulls with `ours` over the chart's defaults."""
+    """Every image a workload of the release runs with `ours` over the chart's defaults.
+
+    A superset of what a given cluster pulls: a DaemonSet whose nodes the cluster lacks (MIG manager on cards
+    without MIG) is still listed, since pre-loading one image too many costs less than one too few.
+    """
     values = deep_merge(default_values(chart), ours)
     return sorted({reference(image, values, server_version) for image in chart.images if runs(image, values)})
 

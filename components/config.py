@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from components import validate
+from components.chart_images import CHARTS
 from components.contracts.errors import InputError
 from components.gke_sharing import MAX_CLIENTS, MIN_CLIENTS, mps_limits
 from components.gpus import GPU_MODELS, gpu_memory_mib
@@ -563,6 +564,7 @@ class _Stack(_Model):
         _check_proof_numbers(self)
         _check_mirrors(self)
         _check_chart_sources(self)
+        _check_image_tables(self)
 
 
 class GkeStack(_Stack):
@@ -801,6 +803,26 @@ def _check_mirrors(cfg: _Stack) -> None:
         problem = registry_host_problem(host) or mirror_prefix_problem(prefix)
         if problem:
             raise ConfigError(f'{_key("registryMirrors")}["{host}"]', problem)
+
+
+VERSION_KEYS = {"hami": ("hami", "version"), "gpu_operator": ("gpuOperator", "version"),
+                "kai": ("kai", "version"), "isolator": ("isolator", "version"),
+                "kyverno": ("gkeCdi", "kyvernoVersion")}
+"""Each chartSources key's pinned-version key."""
+
+
+def _check_image_tables(cfg: _Stack) -> None:
+    """A chart version the image table lacks: its images could be neither listed in `images` nor mirrored."""
+    for name, version in cfg.chart_pins().items():
+        chart = CHART_NAMES[name]
+        if (chart, version) in CHARTS:
+            continue
+        known = sorted(v for c, v in CHARTS if c == chart)
+        raise ConfigError(
+            _key(*VERSION_KEYS[name]),
+            f"{chart} {version} is not in the chart image table (components/chart_images.py knows "
+            f"{', '.join(known)}), so its images could be neither listed nor mirrored; use {known[-1]}",
+        )
 
 
 def _check_chart_sources(cfg: _Stack) -> None:

@@ -187,3 +187,22 @@ def test_readme_air_gapped_lists_are_what_the_plans_pull() -> None:
 def test_a_relative_local_chart_is_read_from_the_project_directory(tmp_path: Path) -> None:
     err = _refusal("k3s", 'gpushare:chartSources={"hami": {"path": "charts/hami"}}')
     assert str(ROOT / "charts" / "hami" / "Chart.yaml") in err.problem
+
+
+@pytest.mark.parametrize(
+    ("stack", "override", "key"),
+    [
+        ("gke", "gpushare:kai.version=v0.16.0", "gpushare:kai.version"),
+        ("gke", "gpushare:gkeCdi.kyvernoVersion=3.9.1", "gpushare:gkeCdi.kyvernoVersion"),
+        ("gke", "gpushare:isolator.version=1.0.0-chart", "gpushare:isolator.version"),
+        ("cluster", "gpushare:gpuOperator.version=v26.3.0", "gpushare:gpuOperator.version"),
+    ],
+)
+def test_a_chart_version_the_image_table_lacks_is_refused(stack: str, override: str, key: str) -> None:
+    err = _refusal(stack, override)
+    assert err.key == key and "components/chart_images.py" in err.problem
+
+
+def test_a_kyverno_version_is_not_checked_when_kyverno_is_off() -> None:
+    cfg = _parse("gke", "gpushare:gkeCdi.kyverno=false", "gpushare:gkeCdi.kyvernoVersion=3.9.1")
+    assert "kyverno" not in cfg.chart_pins()

@@ -95,7 +95,7 @@ def release_values(spec: ChartRelease) -> dict[str, Any]:
 
 
 def release_images(spec: ChartRelease) -> list[str]:
-    """Every image the release pulls, after mirroring, from the chart's image table and the values we set."""
+    """Every image the release's workloads run, after mirroring, from the chart's image table and our values."""
     images = chart_images(spec.name, spec.version)
     if images is None:
         raise ValueError(f"{spec.name} {spec.version} has no image table in components/chart_images.py")
