@@ -556,10 +556,11 @@ SLOT_REFUSAL_EVENT = "FailedScheduling"
 
 
 def _overcommit_slots_expected(e: Expectation) -> str:
+    slots = f"{e.overcommit_slots} nvidia.com/gpu slot{'' if e.overcommit_slots == 1 else 's'}"
     return (
-        f"{e.overcommit_pod}, asking {e.overcommit_slots} nvidia.com/gpu slots on the proof Pods' node (one more than"
-        f" the two proof Pods leave), stays Pending with a {SLOT_REFUSAL_EVENT} event naming {e.pending_reason}"
-        " after its creation, while both proof Pods are Running"
+        f"{e.overcommit_pod}, asking for {slots} on the proof Pods' node (one more than the two proof Pods leave),"
+        f" stays Pending with a {SLOT_REFUSAL_EVENT} event naming {e.pending_reason} after its creation, while both"
+        " proof Pods are Running"
     )
 
 
