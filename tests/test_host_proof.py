@@ -145,3 +145,41 @@ def test_recorded_outputs_have_exactly_the_keys_the_probes_print(probe: str, tmp
 
 def test_the_judges_fixtures_carry_the_recorded_probe_output() -> None:
     assert real_fixtures.main(["--check"]) == 0
+
+
+def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    from components.verify.host import compare, record
+
+    record_dir, root = tmp_path / "record", tmp_path / "repo"
+    rows = []
+    mps_env = {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4000M", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}
+    env = {"hami-core": cluster["expect"]["limitEnv"], "mps": mps_env}
+    for mech in ("hami-core", "mps"):
+        outputs = real_fixtures.real_outputs(f"cluster-{mech}")
+        uuid = next(iter(outputs.values()))["memory"]["gpu_uuid"]
+        for out in outputs.values():  # the edit: the card named as the host proof names it now
+            for result in out.values():
+                result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
+        logs = {p: {"phase": "Succeeded", "logs": real_fixtures.probe_log(o)} for p, o in outputs.items()}
+        verdict = judge.judge(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), {"pods": logs})
+        verdict = {**verdict, "notRunOnHost": {}}
+        (record_dir / f"cluster-{mech}").mkdir(parents=True)
+        (record_dir / f"cluster-{mech}" / "verdict.json").write_text(json.dumps(verdict))
+        (record_dir / f"cluster-{mech}" / "evidence.json").write_text(json.dumps(outputs))
+        rows.append(compare.summarise(mech, {"verdict": verdict, "evidence": outputs}, {"share": {}}, 4000))
+    card = {"name": "NVIDIA H200", "mib": 143771, "driver": "580.159.04", "computeMode": "Default"}
+    calibration = {"short_many": {"blocks": 13200, "threads": 256, "launch_ms": 0.486}}
+    (record_dir / "comparison.md").write_text(compare.table(rows, 4000, 30, card, calibration))
+    (record_dir / "comparison.json").write_text(json.dumps({"card": card, "quotaMiB": 4000, "coresPercent": 30,
+        "windowSeconds": 20, "baseline": {"how": "alone", "calibration": calibration}, "rows": rows}))  # fmt: skip
+    (root / "docs" / "host-proof").mkdir(parents=True)
+    (root / "README.md").write_text(f"# x\n{record.README_START}\nold\n{record.README_END}\nrest\n")
+    record.install(record_dir, root)
+    doc = (root / "docs" / "sharing-comparison.md").read_text()
+    assert "| memory view: total / free (MiB) | 4000 / 3482 | 143155 / 3833 |" in doc
+    assert "| `cuctxcreate-context` | bypassed, bypassed | held, held |" in doc
+    assert "0.317, 0.318 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
+    readme = (root / "README.md").read_text()
+    assert "\nold\n" not in readme and readme.endswith("rest\n") and "compute share, short_many (0.486 ms" in readme

@@ -118,7 +118,13 @@ def summarise(mech: str, proven: Mapping[str, Any], solo: Mapping[str, Any], quo
     }
 
 
-def table(rows: list[dict[str, Any]], quota_mib: int, cores: int | None, card_info: Mapping[str, Any]) -> str:
+def table(
+    rows: list[dict[str, Any]],
+    quota_mib: int,
+    cores: int | None,
+    card_info: Mapping[str, Any],
+    calibration: Mapping[str, Any],
+) -> str:
     """The comparison as a Markdown table, one column per mechanism."""
     head = f"| on {card_info.get('name')} ({card_info.get('mib')} MiB), quota {quota_mib} MiB, compute {cores}% |"
     lines = [head + "".join(f" {r['mechanism']} |" for r in rows), "|---|" + "---|" * len(rows)]
@@ -151,8 +157,8 @@ def table(rows: list[dict[str, Any]], quota_mib: int, cores: int | None, card_in
                 or "–"
             )
 
-        ms = next((v["launch_ms"] for r in rows for v in (r["compute"].get(shape) or {}).values()), None)
-        row(f"compute share, {shape} (~{ms} ms a launch): each Pod, mean (per-second range)", cell)
+        ms = (calibration.get(shape) or {}).get("launch_ms")
+        row(f"compute share, {shape} ({ms} ms a launch unlimited): each Pod, mean (per-second range)", cell)
     row(f"{JUDGED} share alone → beside a neighbour", lambda r: f"{_pct(r['neighbour']['judged_share_alone'])} → "
         f"{_pct(r['neighbour']['judged_share_beside_neighbour'])}")  # fmt: skip
     ids = sorted({f for r in rows for f in r["findings"]})
@@ -231,7 +237,7 @@ def compare(
         "rows": rows,
     }
     (out / "comparison.json").write_text(json.dumps(result, indent=1))
-    text = table(rows, quota, cores, info)
+    text = table(rows, quota, cores, info, base["bare"].get("calibration") or {})
     text += (f"\nBaseline: {result['baseline']['how']}. Under libvgpu.so with GPU_CORE_UTILIZATION_POLICY=disable the "
              f"same shapes ran at {disabled_share} of it.\n")  # fmt: skip
     (out / "comparison.md").write_text(text)

@@ -1,0 +1,240 @@
+"""The host proof's record into the repository: `python -m components.verify.host.record RECORD_DIR`.
+
+RECORD_DIR is what `docs/host-proof/record.sh` wrote on the GPU host. This copies its verdicts, evidence and
+comparison to docs/host-proof/h200/, the probes' raw output to tests/fixtures/real/h200/, and writes from the
+numbers alone docs/host-proof/README.md's table, docs/sharing-comparison.md and the README's host-proof block,
+so that every figure quoted is the last run's. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNS = {
+    "cluster-hami-core": "`cluster` (4000 MiB + 30 %) under `--lib`",
+    "cluster-bare": "the same, no library",
+    "gke-hami-core": "`gke` (KAI, 4147 MiB) under `--lib`",
+    "gke-bare": "the same, no library",
+    "k3s-hami-core": "`k3s` (HAMi, 8000 MiB) under `--lib`",
+    "k3s-bare": "the same, no library",
+    "cluster-mps": "`cluster`'s Pods as MPS clients (`0=4000M`, 30 %)",
+}
+FIXTURE_RUNS = ("cluster-hami-core", "cluster-mps", "cluster-bare", "gke-hami-core", "k3s-hami-core")
+README_START, README_END = "<!-- host-proof:start -->", "<!-- host-proof:end -->"
+BYPASS = {True: "bypassed", False: "held", None: "not judged"}
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def wall_seconds(record: Path) -> dict[str, str]:
+    """Each run's wall time as runs.txt recorded it (`NAME exit N in S s`)."""
+    text = (record / "runs.txt").read_text() if (record / "runs.txt").is_file() else ""
+    return {m[1]: m[2] for m in re.finditer(r"^(\S+) exit \d+ in (\d+) s$", text, re.M)}
+
+
+def run_table(record: Path) -> str:
+    """Every run: what it was, whether it passed (with the failing checks and what a host could not run), its time."""
+    walls = wall_seconds(record)
+    walls.update({k: walls.get("compare", "–") for k in ("cluster-hami-core", "cluster-mps")})
+    lines = ["| run | what | passed | wall |", "|---|---|---|---|"]
+    for run, what in RUNS.items():
+        path = record / run / "verdict.json"
+        if not path.is_file():
+            lines.append(f"| {run} | {what} | not recorded | – |")
+            continue
+        v = _load(path)
+        ran = [c for c in v["checks"] if c["passed"] is not None]
+        failed = [c["id"] for c in ran if c["passed"] is False]
+        skipped = ", ".join(f"`{c}`" for c in v.get("notRunOnHost") or {})
+        verdict = (
+            f"yes ({len(ran)} of {len(ran)} host checks"
+            if v["passed"]
+            else f"no: {', '.join(f'`{f}`' for f in failed)}"
+        )
+        if v["passed"]:
+            verdict += f"; not run on a host: {skipped})" if skipped else ")"
+        lines.append(f"| [{run}](h200/{run}/verdict.json) | {what} | {verdict} | {walls.get(run, '–')} s |")
+    return "\n".join(lines) + "\n"
+
+
+def _pod_findings(verdict: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for f in verdict.get("findings") or []:
+        found.setdefault(f["id"], []).append(f)
+    return found
+
+
+def findings_table(hami: Mapping[str, Any], mps: Mapping[str, Any]) -> str:
+    """Each finding's outcome per Pod, per mechanism, and what one Pod observed."""
+    sides = {"HAMi-core": _pod_findings(hami), "MPS": _pod_findings(mps)}
+    ids = list(dict.fromkeys([*sides["HAMi-core"], *sides["MPS"]]))
+    lines = ["| finding | HAMi-core (Pod A, Pod B) | MPS (Pod A, Pod B) | what Pod A saw |", "|---|---|---|---|"]
+    for fid in ids:
+        cells = []
+        for side in sides.values():
+            got = side.get(fid) or []
+            cells.append(", ".join(BYPASS[f.get("bypassed")] for f in got) or "–")
+        first = (sides["HAMi-core"].get(fid) or sides["MPS"].get(fid) or [{}])[0]
+        seen = str(first.get("observed") or "").replace("|", "/")
+        lines.append(f"| `{fid}` | {cells[0]} | {cells[1]} | {seen} |")
+    return "\n".join(lines) + "\n"
+
+
+def summary(comparison: Mapping[str, Any]) -> str:
+    """What the numbers say, in sentences built from the comparison's figures."""
+    rows = {r["mechanism"]: r for r in comparison["rows"]}
+    base = comparison["baseline"]
+    cal = (base.get("calibration") or {}).get("short_many") or {}
+    out = []
+    for mech, row in rows.items():
+        mem, comp = row["memory"], row["compute"]
+        short = comp.get("short_many") or {}
+        shares = ", ".join(f"{v['share']}" for v in short.values())
+        ranges = ", ".join(f"{v['per_s_share_min']}–{v['per_s_share_max']}" for v in short.values())
+        others = "; ".join(
+            f"{shape} {', '.join(str(v['share']) for v in pods.values())}"
+            for shape, pods in comp.items()
+            if shape != "short_many"
+        )
+        view = "the view rewritten to the quota" if mem["view_rewritten"] else "the card's own total: not rewritten"
+        exact = "exactly at the quota once the" if mem["exact"] else "not at the quota; the"
+        held = "yes" if mem["neighbour_held_same_time"] else "no"
+        out.append(
+            f"- **{mech}.** The Pods see {mem['visible_total_mib']} MiB total and {mem['visible_free_mib']} MiB"
+            f" free ({view}); the largest allocation is {mem['largest_alloc_mib']} MiB and {mem['refused_at_mib']}"
+            f" MiB is refused ({exact} {mem['context_overhead_mib']} MiB context is counted), with"
+            f" {mem['oom_lines']} OOM lines on stderr. Both Pods held {mem['hold_mib']} MiB at once, each refused"
+            f" more: {held}. The judged shape ran at {shares} of the unlimited baseline in the two Pods at once"
+            f" (per second {ranges}; alone {row['neighbour']['judged_share_alone']}); the other shapes: {others}."
+        )
+    out.append(
+        f"- **The baseline.** {base.get('how')}; the judged shape ({cal.get('blocks')} blocks × {cal.get('threads')}"
+        f" threads) calibrated to {cal.get('launch_ms')} ms a launch on this card. Under libvgpu.so with"
+        f" `GPU_CORE_UTILIZATION_POLICY=disable` the same launches ran at"
+        f" {(base.get('policy_disabled_share') or {}).get('short_many')} of it: the Pod's own baseline (a child with"
+        " that setting) is an unlimited one."
+    )
+    return "\n".join(out) + "\n"
+
+
+def comparison_doc(record: Path) -> str:
+    comparison = _load(record / "comparison.json")
+    card = comparison["card"]
+    table = (record / "comparison.md").read_text().split("\n\nBaseline:")[0].strip()
+    hami, mps = _load(record / "cluster-hami-core" / "verdict.json"), _load(record / "cluster-mps" / "verdict.json")
+    return f"""# HAMi-core beside MPS, measured on one card
+
+The same proof Pods, probes and judge on one {card.get("name")} ({card.get("mib")} MiB, driver {card.get("driver")},
+compute mode {card.get("computeMode")}), from one command:
+`python -m components.verify.host compare --expect cluster.expect.json --lib libvgpu.so` (the `cluster` stack's
+quotas: {comparison["quotaMiB"]} MiB and {comparison["coresPercent"]} % of the compute per Pod, two Pods at once).
+HAMi-core is libvgpu.so preloaded with the Pod's env and its own cache file, as HAMi's device plugin and
+kai-resource-isolator give it; MPS is a control daemon the command starts and stops, the Pods its clients with
+`CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` and `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, the limits GKE passes to MPS
+clients. Time-sharing limits nothing, so it has nothing to measure here. Shares are of one unlimited process
+alone on the card; each Pod's mean over {comparison["windowSeconds"]:g} s after a 3 s warm-up, and in brackets
+the range of its whole seconds. Raw outputs and verdicts: [host-proof/](host-proof/README.md).
+
+{table}
+
+![Per-second share of each kernel shape, Pod A, under HAMi-core and MPS](host-proof/h200/comparison.png)
+
+## What the numbers say
+
+{summary(comparison)}
+## Findings (each tried, none counted into `passed`)
+
+{findings_table(hami, mps)}
+A `cuCtxCreate` context is judged against a control: the same ask on a fresh child's primary context. HAMi-core
+charges a context in its `cuDevicePrimaryCtxRetain` hook only (`src/cuda/context.c`). A child that leaves the MPS
+server (`mps-pipe-directory`) ran because this card's compute mode is Default; a GPU in `EXCLUSIVE_PROCESS` mode,
+as MPS nodes usually run, would refuse it, which this host could not show.
+"""
+
+
+def host_proof_doc(record: Path) -> str:
+    card = _load(record / "comparison.json")["card"]
+    return f"""# The host proof on an H200: HAMi-core, bare, and MPS beside it
+
+Recorded with `docs/host-proof/record.sh` on one {card.get("name")} ({card.get("mib")} MiB, driver
+{card.get("driver")}, compute mode {card.get("computeMode")}), HAMi-core's `libvgpu.so` built from
+`reference/hami-core` (upstream Project-HAMi/HAMi-core at 8f3a89c, the Debug build of
+`tools/hami-core/build.sh`), the expectations written beforehand with
+`python -m components.verify.host STACK --write-expect` from this repository's stacks, then rendered here with
+`python -m components.verify.host.record`. Holds were 5 s (a host needs no time for a scheduler or a monitor),
+compute windows 20 s after a 3 s warm-up.
+
+{run_table(record)}
+Each folder holds `verdict.json` (the judge's checks and findings) and `evidence.json` (every probe's JSON, per
+Pod). HAMi-core beside MPS, what the numbers say and every finding:
+[../sharing-comparison.md](../sharing-comparison.md).
+"""
+
+
+def readme_block(record: Path) -> str:
+    comparison = _load(record / "comparison.json")
+    table = (record / "comparison.md").read_text().split("\n\nBaseline:")[0].strip()
+    verdicts = {run: _load(record / run / "verdict.json") for run in RUNS if (record / run / "verdict.json").is_file()}
+    passed = [r.split("-")[0] for r, v in verdicts.items() if r.endswith("hami-core") and v["passed"]]
+    bare_failed = [r.split("-")[0] for r, v in verdicts.items() if r.endswith("bare") and not v["passed"]]
+    shares = [str(p["share"]) for p in ((comparison["rows"][0]["compute"].get("short_many")) or {}).values()]
+    card = comparison["card"]
+    return f"""{README_START}
+On one {card.get("name")} (driver {card.get("driver")}; every verdict and raw output in
+[docs/host-proof/](docs/host-proof/README.md), the comparison in
+[docs/sharing-comparison.md](docs/sharing-comparison.md)): under libvgpu.so, {", ".join(f"`{s}`" for s in passed)}
+passed every check a host can run, `compute-limited` with {" and ".join(shares)} of the unlimited speed in the two
+Pods at once; bare, {", ".join(f"`{s}`" for s in bare_failed)} failed with the library's absence as the reason.
+HAMi-core beside MPS on the `cluster` stack's quotas (shares of one unlimited process alone on the card; each
+Pod's mean over {comparison["windowSeconds"]:g} s after 3 s, and the range of its whole seconds):
+
+{table}
+
+![Per-second share of each kernel shape, Pod A, under HAMi-core and MPS](docs/host-proof/h200/comparison.png)
+{README_END}"""
+
+
+def install(record: Path, root: Path = ROOT) -> None:
+    """Copy the record in, rewrite the docs and the README block, refresh the fixtures."""
+    docs = root / "docs" / "host-proof" / "h200"
+    shutil.rmtree(docs, ignore_errors=True)
+    shutil.copytree(record, docs, ignore=shutil.ignore_patterns("*.log"))
+    for run in (r for r in FIXTURE_RUNS if (record / r / "evidence.json").is_file()):
+        target = root / "tests" / "fixtures" / "real" / "h200" / run
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(record / run / "evidence.json", target / "evidence.json")
+    if (record / "card.csv").is_file():
+        shutil.copy(record / "card.csv", root / "tests" / "fixtures" / "real" / "h200" / "card.csv")
+    (root / "docs" / "host-proof" / "README.md").write_text(host_proof_doc(record))
+    (root / "docs" / "sharing-comparison.md").write_text(comparison_doc(record))
+    readme = root / "README.md"
+    text = readme.read_text()
+    start, end = text.index(README_START), text.index(README_END) + len(README_END)
+    readme.write_text(text[:start] + readme_block(record) + text[end:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("record", help="the folder record.sh wrote")
+    args = p.parse_args(argv)
+    record = Path(args.record)
+    if not (record / "comparison.json").is_file():
+        print(f"error: {record} has no comparison.json: not a record.sh folder", file=sys.stderr)
+        return 2
+    install(record)
+    print(f"installed {record} into docs/host-proof/h200, tests/fixtures/real/h200, the docs and the README")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
