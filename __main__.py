@@ -22,4 +22,3 @@ verdict = compose.proof(cfg, cluster, sharing)
 for name, value in {**cluster.outputs, **toolkit.outputs, **sharing.outputs, **verdict.outputs}.items():
     pulumi.export(name, value)
 pulumi.export("images", sorted({*toolkit.images, *sharing.images, *verdict.images}))
-pulumi.export("images", sorted({*toolkit.images, *sharing.images, *verdict.images}))

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -77,6 +77,18 @@ class _Model(BaseModel):
         validate_default=True,
         use_attribute_docstrings=True,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_yes_no_for_a_number(cls, data: Any) -> Any:
+        # pydantic reads true as 1; as text, a count or size written as true/false fails as what it is.
+        if isinstance(data, dict):
+            data = dict(data)
+            for name, field in cls.model_fields.items():
+                value = data.get(_alias(name))
+                if isinstance(value, bool) and {int, float} & {field.annotation, *get_args(field.annotation)}:
+                    data[_alias(name)] = str(value).lower()
+        return data
 
 
 def _apt_package(name: str) -> str:
@@ -1014,7 +1026,7 @@ def _check_shape(data: Mapping[str, Any]) -> type[_Stack]:
     platform = data.get("platform")
     if platform is None:
         raise ConfigError(_key("platform"), f"required: one of {', '.join(PLATFORMS)}")
-    if platform not in VARIANTS:
+    if not isinstance(platform, str) or platform not in VARIANTS:
         raise ConfigError(
             _key("platform"),
             f"{platform!r} is not allowed; expected 'gke', 'k3s-vm', 'existing-host' or 'existing'",
@@ -1070,6 +1082,8 @@ def _first_error(err: ValidationError, variant: type[_Stack]) -> ConfigError:
         return ConfigError(_key(*loc), f"required for platform {_platform_of(variant)}"
                                        f"{': ' + doc if doc else ''}; set it in the stack file (see README)")
     message = e["msg"].removeprefix("Value error, ")
+    if e["type"] in ("int_parsing", "float_parsing") and e.get("input") in ("true", "false"):
+        message = f"{e['input']} is a yes/no, not a number; give a number"
     if e["type"] == "literal_error":
         message = f"{e['input']!r} is not allowed; {message[0].lower()}{message[1:]}"
     return ConfigError(_key(*loc), message)
