@@ -7,15 +7,15 @@ from decimal import Decimal
 import pytest
 import yaml
 
-from components.contracts.proof import MonitorTarget
 from components.gpu.gke_cdi import gpu_devices_policy, nvml_library_path_policy
 from components.gpu.kai import KaiSchedulerArgs, kai_values
 from components.gpu.kai_sharing import kai_proof
+from components.incluster.expectation import Monitor
 from components.platform.gke import kai_node_labels, newest_version
 from components.platform.kubeconfig import gke_kubeconfig
 from components.sizing import kai_fraction, kai_visible_mib
 
-MONITOR = MonitorTarget("kai-resource-isolator", "app.kubernetes.io/component=kai-vgpu-monitor", 9394)
+MONITOR = Monitor("kai-resource-isolator", "app.kubernetes.io/component=kai-vgpu-monitor", 9394)
 
 
 def test_kubeconfig_authenticates_with_gke_gcloud_auth_plugin() -> None:

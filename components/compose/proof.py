@@ -8,7 +8,7 @@ from components.contracts.proof import SharingProof
 from components.contracts.sharing import SharingSetup
 from components.images import mirrored
 from components.incluster.checks import REGISTRY
-from components.incluster.expectation import Expectation, Monitor, NodeRegistration, PodTry
+from components.incluster.expectation import Expectation, NodeRegistration, PodTry
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
 from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings, try_pod_name
 
@@ -28,7 +28,7 @@ def whole_cards_beside_slices(cfg: StackConfig) -> bool:
 
 def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
     """What every check must observe, from the sharing contract and config: the verifier's GPUSHARE_EXPECT."""
-    v, monitor, reg = cfg.verify, proof.monitor, proof.node_registration
+    v, reg = cfg.verify, proof.node_registration
     whole = whole_cards_beside_slices(cfg)
     cores = compute_share(cfg, proof)
     not_offered = [c for c in proof.checks if proof.mechanism not in REGISTRY[c].rules]
@@ -60,10 +60,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         whole_gpu_pod=WHOLE_GPU_POD if whole else None,
         # Only KAI's pool carries the label (compose/platform.py): under GKE's own sharing nothing writes it.
         node_memory_label=NODE_MEMORY_LABEL if whole else None,
-        monitor=(
-            Monitor(monitor.namespace, monitor.label_selector, monitor.port, monitor.path)
-            if monitor is not None else None
-        ),
+        monitor=proof.monitor,
         node_registration=(
             NodeRegistration(
                 reg["annotation"], reg["resource"], int(reg["slotsPerCard"]), int(reg.get("cardsPerNode", 1))

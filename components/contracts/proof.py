@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.incluster.checks import CHECKS
-from components.incluster.expectation import Mechanism
+from components.incluster.expectation import Mechanism, Monitor
 
 CheckId = str
 """One of CHECK_IDS."""
@@ -52,16 +52,6 @@ class PodTry:
 
 
 @dataclass(frozen=True)
-class MonitorTarget:
-    """A per-node metrics endpoint the verifier reads through the API server's Pod proxy."""
-
-    namespace: str
-    label_selector: str
-    port: int
-    path: str = "/metrics"
-
-
-@dataclass(frozen=True)
 class SharingProof:
     """What one sharing system promises for a slice of `slice_mib` (and `cores_percent`), made checkable."""
 
@@ -84,7 +74,7 @@ class SharingProof:
     """Env every proof Pod must see (`CUDA_DEVICE_MEMORY_LIMIT_0=4000m`)."""
     preload_library: str | None
     """The library `/etc/ld.so.preload` must list (`libvgpu.so`); None where nothing is preloaded."""
-    monitor: MonitorTarget | None = None
+    monitor: Monitor | None = None
     node_registration: Mapping[str, Any] | None = None
     """HAMi: {"annotation": "hami.io/node-nvidia-register", "resource": "nvidia.com/gpu", "slotsPerCard": 10}."""
     allocation_annotation: str | None = None

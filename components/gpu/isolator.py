@@ -9,9 +9,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.contracts.proof import MonitorTarget
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.images import Mirrors
+from components.incluster.expectation import Monitor
 
 # Docker Hub's registry host as Helm's OCI client contacts it; `docker.io` is a name only image references alias.
 CHART = "oci://registry-1.docker.io/projecthami/kai-resource-isolator"
@@ -52,7 +52,7 @@ class ResourceIsolator(pulumi.ComponentResource):
     """The isolator in its namespace; Ready when its libsync and monitor DaemonSets and webhook are."""
 
     release: k8s.helm.v3.Release
-    monitor: MonitorTarget | None
+    monitor: Monitor | None
     images: list[str]
 
     def __init__(self, name: str, args: ResourceIsolatorArgs, opts: pulumi.ResourceOptions | None = None):
@@ -64,7 +64,7 @@ class ResourceIsolator(pulumi.ComponentResource):
         self.release = install_chart(self, name, spec, after=args.ready)
         self.images = release_images(spec)
         self.monitor = (
-            MonitorTarget(namespace=args.namespace, label_selector=MONITOR_SELECTOR, port=MONITOR_PORT)
+            Monitor(namespace=args.namespace, label_selector=MONITOR_SELECTOR, port=MONITOR_PORT)
             if args.monitor_enabled
             else None
         )

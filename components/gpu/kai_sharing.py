@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from components.contracts.proof import CHECK_IDS, CheckId, MonitorTarget, PodTry, SharingProof, SliceRequest
+from components.contracts.proof import CHECK_IDS, CheckId, PodTry, SharingProof, SliceRequest
 from components.gpu.gke_cdi import CONTAINER_BIN_PATH, CONTAINER_LIBRARY_PATH
 from components.gpu.isolator import PRELOAD_LIBRARY
 from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME
+from components.incluster.expectation import Monitor
 from components.sizing import kai_visible_mib
 
 MIB = 2**20
@@ -40,7 +41,7 @@ def kai_slice_request(queue: str, slice_mib: int) -> SliceRequest:
     )
 
 
-def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: MonitorTarget | None) -> SharingProof:
+def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: Monitor | None) -> SharingProof:
     """What KAI + HAMi-core promise for two Pods of `slice_mib` on one `card_mib` card."""
     visible = kai_visible_mib(slice_mib, card_mib)
     request = kai_slice_request(queue, slice_mib)

@@ -12,7 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from components.contracts.proof import MonitorTarget, SharingProof, SliceRequest
+from components.contracts.proof import SharingProof, SliceRequest
+from components.incluster.expectation import Monitor
 from components.plan import Plan, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ KAI_GKE = SharingProof(
     limit_bytes=4147 * MIB,
     limit_env={"CUDA_DEVICE_MEMORY_LIMIT": "4147m"},
     preload_library="libvgpu.so",
-    monitor=MonitorTarget("kai-resource-isolator", "app.kubernetes.io/name=kai-resource-isolator-monitor", 9400),
+    monitor=Monitor("kai-resource-isolator", "app.kubernetes.io/name=kai-resource-isolator-monitor", 9400),
     checks=("same-gpu", "view-isolation", "memory-enforced", "neighbor-isolation", "preload-mechanism",
             "monitor-metrics"),
     notes=("The proof Pods on GKE run privileged to see the GPU devices: no multi-tenant boundary.",),
@@ -122,7 +123,7 @@ def proof_from_json(data: dict[str, Any]) -> SharingProof:
     if data.get("overcommit_request") is not None:
         data["overcommit_request"] = SliceRequest(**data["overcommit_request"])
     if data.get("monitor") is not None:
-        data["monitor"] = MonitorTarget(**data["monitor"])
+        data["monitor"] = Monitor(**data["monitor"])
     data["checks"] = tuple(data.get("checks") or ())
     data["notes"] = tuple(data.get("notes") or ())
     return SharingProof(**data)
