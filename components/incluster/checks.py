@@ -551,6 +551,34 @@ def _event_time(event: Mapping[str, Any]) -> float | None:
     return timestamp(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp"))
 
 
+def _pending_pod_seen(name: str, pod: Mapping[str, Any]) -> str:
+    """The over-commit Pod as seen: phase, node, creation and every event with its time."""
+    events = pod.get("events") or []
+    return (
+        f"{name}: phase {pod.get('phase')}, node {pod.get('nodeName')}, created {pod.get('creationTimestamp')};"
+        " events: " + "; ".join(f"{x.get('reason')} at {_event_time(x)}: {x.get('message')}" for x in events)
+    )
+
+
+def _refused_since_creation(pod: Mapping[str, Any], event_reason: str, reason: str) -> bool:
+    """An `event_reason` event naming `reason`, no older than the Pod (an earlier Pod's event proves nothing)."""
+    created = timestamp(pod.get("creationTimestamp"))
+    return created is not None and any(
+        x.get("reason") == event_reason and reason in str(x.get("message"))
+        and (_event_time(x) or float("-inf")) >= created
+        for x in pod.get("events") or []
+    )  # fmt: skip
+
+
+def _proof_pods_not_running(ev: Evidence, held: str) -> list[str]:
+    """The over-commit Pod proves the accounting only while both proof Pods hold their `held` (slice or slot)."""
+    return [
+        f"proof Pod {proof} is {phase}, not Running: its {held} was not held during the test"
+        for proof in ev.names
+        if (phase := ev.pod(proof).get("phase")) != "Running"
+    ]
+
+
 SLOT_REFUSAL_EVENT = "FailedScheduling"
 """kube-scheduler's event for a Pod no node fits (NodeResourcesFit: `Insufficient nvidia.com/gpu`)."""
 
@@ -572,28 +600,15 @@ def _overcommit_slots_rejected(ev: Evidence) -> Judgement:
     if pod is None:
         return False, f"over-commit Pod {name} was not found", ""
     problems = [] if e.overcommit_slots else [f"{name} asks for no slots: it proves nothing about the client count"]
-    events = pod.get("events") or []
-    created = timestamp(pod.get("creationTimestamp"))
-    seen = [
-        f"{name}: phase {pod.get('phase')}, node {pod.get('nodeName')}, created {pod.get('creationTimestamp')};"
-        " events: " + "; ".join(f"{x.get('reason')} at {_event_time(x)}: {x.get('message')}" for x in events)
-    ]
+    seen = [_pending_pod_seen(name, pod)]
     if pod.get("phase") != "Pending" or pod.get("nodeName"):
         problems.append(
             f"{name} was scheduled (phase {pod.get('phase')}, node {pod.get('nodeName')}): the node took more"
             " clients than its cards were shared into"
         )
-    fresh = [
-        x for x in events
-        if x.get("reason") == SLOT_REFUSAL_EVENT and reason in str(x.get("message"))
-        and created is not None and (_event_time(x) or float("-inf")) >= created
-    ]  # fmt: skip
-    if not fresh:
+    if not _refused_since_creation(pod, SLOT_REFUSAL_EVENT, reason):
         problems.append(f"{name} has no {SLOT_REFUSAL_EVENT} event naming {reason} since its creation")
-    for proof in ev.names:
-        phase = ev.pod(proof).get("phase")
-        if phase != "Running":
-            problems.append(f"proof Pod {proof} is {phase}, not Running: its slot was not held during the test")
+    problems += _proof_pods_not_running(ev, "slot")
     return _verdict(problems, f"{name} is Pending with {SLOT_REFUSAL_EVENT} … {reason} while the proof Pods run",
                     seen)
 
@@ -612,12 +627,7 @@ def _overcommit_rejected(ev: Evidence) -> Judgement:
             f"{name} asks {e.overcommit_mib} MiB: only a request above the {left} MiB left and at most the"
             f" {e.card_mib} MiB card shows that the slices keep it out"
         )
-    events = pod.get("events") or []
-    created = timestamp(pod.get("creationTimestamp"))
-    seen = [
-        f"{name}: phase {pod.get('phase')}, node {pod.get('nodeName')}, created {pod.get('creationTimestamp')};"
-        " events: " + "; ".join(f"{x.get('reason')} at {_event_time(x)}: {x.get('message')}" for x in events)
-    ]
+    seen = [_pending_pod_seen(name, pod)]
     allocated = parse_allocation(
         (pod.get("annotations") or {}).get(e.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION)
     )
@@ -627,17 +637,9 @@ def _overcommit_rejected(ev: Evidence) -> Judgement:
             + (f", given {allocated[0]['uuid']}" if allocated else "")
             + "): the card's memory was not accounted as one budget"
         )
-    fresh = [
-        x for x in events
-        if x.get("reason") == "FilteringFailed" and reason in str(x.get("message"))
-        and created is not None and (_event_time(x) or float("-inf")) >= created
-    ]  # fmt: skip
-    if not fresh:
+    if not _refused_since_creation(pod, "FilteringFailed", reason):
         problems.append(f"{name} has no FilteringFailed event naming {reason} since its creation")
-    for proof in ev.names:
-        phase = ev.pod(proof).get("phase")
-        if phase != "Running":
-            problems.append(f"proof Pod {proof} is {phase}, not Running: its slice was not held during the test")
+    problems += _proof_pods_not_running(ev, "slice")
     return _verdict(problems, f"{name} is Pending with FilteringFailed … {reason} while the proof Pods run", seen)
 
 
