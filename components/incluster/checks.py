@@ -1,7 +1,8 @@
 """The proof's checks: one object each (id, title, and per mechanism what it expects and how it judges).
 
 The registry below is the only list of checks: the planned `expected` values, the judging and the report all
-derive from it. Adding a check is one new `Check` in CHECKS plus its test in tests/test_checks.py.
+derive from it. Adding a check is one new `Check` in CHECKS plus its test on recorded evidence
+(tests/test_cross_examination.py or tests/test_mechanisms.py).
 
 Every judgement cross-examines its evidence: a check passes only when its evidence is complete, comes from the
 proof Pods of this run, and agrees with the other facts it can see. Standard library only.
