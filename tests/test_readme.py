@@ -57,3 +57,42 @@ def test_readme_policy_harness_command_passes(args: str, capsys) -> None:
 
     assert harness(shlex.split(args)) == 0
     capsys.readouterr()
+
+
+def section(title: str) -> str:
+    """A `## ` section of the README, up to the next one."""
+    start = README.index(f"\n## {title}") + 1
+    end = README.find("\n## ", start)
+    return README[start:] if end < 0 else README[start:end]
+
+
+def test_readme_sections_come_in_the_order_a_reader_needs_them() -> None:
+    headings = re.findall(r"^## (.+)$", README, re.M)
+    first = ["Set up", "Plan offline", "Test", "Use it for real", "Stack", "The proof", "Policy pack",
+             "Air-gapped", "Configuration", "Layout"]
+    order = [next(i for i, h in enumerate(headings) if h.startswith(f)) for f in first]
+    assert order == sorted(order), [headings[i] for i in order]
+
+
+def test_readme_layout_names_every_module_and_folder_of_components() -> None:
+    layout = section("Layout")
+    components = ROOT / "components"
+    named = [p.name for p in components.glob("*.py") if p.name != "__init__.py"]
+    named += [f"components/{p.name}/" for p in components.iterdir() if (p / "__init__.py").is_file()]
+    for folder in ("compose", "contracts", "platform", "gpu", "verify"):
+        named += [p.name for p in (components / folder).glob("*.py") if p.name != "__init__.py"]
+    named += [p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml")]
+    missing = [name for name in named if name not in layout]
+    assert not missing, f"README's layout does not name {missing}"
+
+
+def _policy_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| `")]
+
+
+def test_readme_policy_table_is_the_docs_table_of_every_rule() -> None:
+    from policies.pack import RULES
+
+    rows = _policy_rows(section("Policy pack"))
+    assert rows == _policy_rows((ROOT / "docs" / "policies.md").read_text())
+    assert [row.split("|")[1].strip(" `") for row in rows] == [rule.name for rule in RULES]
