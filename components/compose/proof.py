@@ -10,7 +10,7 @@ from components.images import mirrored
 from components.incluster.checks import REGISTRY
 from components.incluster.expectation import Expectation, NodeRegistration, PodTry
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
-from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings, try_pod_name
+from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings, proof_pod_names, try_pod_name
 
 MIB = 1 << 20
 
@@ -31,6 +31,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
     v, reg = cfg.verify, proof.node_registration
     whole = whole_cards_beside_slices(cfg)
     cores = compute_share(cfg, proof)
+    pods = proof_pod_names(v.pod_prefix)
     not_offered = [c for c in proof.checks if proof.mechanism not in REGISTRY[c].rules]
     if not_offered:
         raise ValueError(f"the {proof.mechanism} mechanism does not offer the checks {not_offered}")
@@ -38,7 +39,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         namespace=v.namespace,
         system=proof.system,
         mechanism=proof.mechanism,
-        pods=(f"{v.pod_prefix}-a", f"{v.pod_prefix}-b"),
+        pods=pods,
         checks=tuple(proof.checks),
         card_mib=cfg.card_mib,
         slice_mib=cfg.slice_mib,
@@ -51,7 +52,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         deadline_seconds=v.deadline_seconds,
         cores_percent=cores,
         # Only A measures compute (workloads.container_command): B's baseline would share A's SMs.
-        compute_pods=(f"{v.pod_prefix}-a",) if cores is not None else (),
+        compute_pods=pods[:1] if cores is not None else (),
         sweep_gib=tuple(v.sweep_gib),
         overcommit_pod=OVERCOMMIT_POD if proof.overcommit_request is not None else None,
         overcommit_mib=proof.overcommit_mib if proof.overcommit_request is not None else None,

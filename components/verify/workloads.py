@@ -115,6 +115,11 @@ def compute_command(probes: ProbeSettings) -> list[str]:
     return ["python3", f"{MOUNT_PATH}/compute.py", "--json", "--seconds", seconds, "--baseline", "child"]
 
 
+def proof_pod_names(prefix: str) -> tuple[str, str]:
+    """The two slice Pods, A then B: the workloads create them and the verifier judges them by these names."""
+    return f"{prefix}-a", f"{prefix}-b"
+
+
 def try_pod_name(prefix: str, try_id: str) -> str:
     """The Pod that tries one way around the quota."""
     return f"{prefix}-try-{try_id}"
@@ -267,7 +272,7 @@ class ProofWorkloads(pulumi.ComponentResource):
             self.pods.append(whole)
             pod_names.append(WHOLE_GPU_POD)
 
-        names = (f"{prefix}-a", f"{prefix}-b")
+        names = proof_pod_names(prefix)
         pod_a = k8s.core.v1.Pod(
             f"{name}-pod-a",
             metadata=metadata(names[0], proof.requests[0], CREATED),
