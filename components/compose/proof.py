@@ -77,20 +77,22 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
 
 def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -> ProofArgs:
     v, contract = cfg.verify, sharing.proof
+    expect = expectations(cfg, contract)
     return ProofArgs(
         provider=cluster.provider,
         namespace=v.namespace,
         pod_prefix=v.pod_prefix,
         proof=contract,
-        expect=expectations(cfg, contract),
+        expect=expect,
+        # What the probes do is what the checks expect: the same hold, extra, sweep and compute share.
         probes=ProbeSettings(
             # The quota, which MPS sets below an unchanged view; none to expect where nothing limits memory.
             expect_limit_mib=contract.limit_bytes // MIB if contract.limit_env else None,
-            hold_mib=round(v.hold_gib * 1024),
+            hold_mib=expect.hold_mib,
             hold_seconds=v.hold_seconds,
-            extra_mib=round(v.extra_gib * 1024),
-            sweep_gib=tuple(v.sweep_gib),
-            cores_percent=compute_share(cfg, contract),
+            extra_mib=expect.extra_mib,
+            sweep_gib=expect.sweep_gib,
+            cores_percent=expect.cores_percent,
             compute_seconds=v.compute_seconds,
         ),
         image=mirrored(v.probe_image, cfg.mirrors),
