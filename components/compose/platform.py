@@ -91,7 +91,6 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
     cluster = gke.GkeCluster("gke", args)
     return ClusterFacts(
         provider=cluster.provider,
-        kubernetes_version=cluster.version,
         gpu=GpuFacts(memory_mib=args.gpu_memory_mib, per_node=args.gpus_per_node),
         ready=[cluster.node_pool],
         outputs={
@@ -151,7 +150,6 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
     )
     return ClusterFacts(
         provider=bootstrap.provider,
-        kubernetes_version=cfg.k3s.version,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=1),  # the VM's one card
         ready=[bootstrap.ready],
         outputs={
@@ -176,7 +174,6 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
     ))
     return ClusterFacts(
         provider=bootstrap.provider,
-        kubernetes_version=cfg.k3s.version,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
         ready=[bootstrap.ready],
         outputs={
@@ -209,7 +206,6 @@ def existing_platform(cfg: ExistingStack) -> ClusterFacts:
     )
     return ClusterFacts(
         provider=cluster.provider,
-        kubernetes_version=section.kubernetes_version,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
         ready=cluster.labels.patches,
         outputs={"labelledNodes": cluster.labels.labelled},

@@ -25,8 +25,6 @@ class ClusterFacts:
     """A reachable cluster: the provider every Kubernetes resource uses, and what we know of it."""
 
     provider: k8s.Provider
-    kubernetes_version: pulumi.Input[str]
-    """Server version (`v1.36.2+k3s1`, `1.35.6-gke.1250000`): known from config on k3s and existing clusters."""
     gpu: GpuFacts
     ready: Sequence[pulumi.Resource] = ()
     """What Kubernetes resources must wait for (the node pool, the bootstrap)."""

@@ -105,7 +105,7 @@ cluster_ready = k8s.core.v1.Namespace("cluster-ready", metadata={"name": "cluste
 sharing_ready = k8s.core.v1.Namespace("sharing-ready", metadata={"name": "sharing-ready"},
                                       opts=pulumi.ResourceOptions(provider=provider))
 gpu = GpuFacts(memory_mib=cfg.card_mib, per_node=1)
-cluster = ClusterFacts(provider=provider, kubernetes_version="v1.35.6", gpu=gpu, ready=[cluster_ready])
+cluster = ClusterFacts(provider=provider, gpu=gpu, ready=[cluster_ready])
 contract = proof_from_json(json.loads((Path(__file__).parent / "proof.json").read_text()))
 sharing = SharingSetup(proof=contract, ready=[sharing_ready])
 for name, value in proof(cfg, cluster, sharing).outputs.items():
