@@ -21,9 +21,14 @@ KYVERNO_REPO = "https://kyverno.github.io/kyverno/"
 POLICY_API_VERSION = "kyverno.io/v1"
 NVML_POLICY = "inject-nvidia-library-path"
 DEVICES_POLICY = "inject-gpu-devices"
+# Where GKE's device plugin mounts the driver into a container (container-engine-accelerators
+# cmd/nvidia_gpu/nvidia_gpu.go, -container-path); the probe image's Python finds libcuda only through this.
 CONTAINER_NVIDIA_DIR = "/usr/local/nvidia"
 CONTAINER_LIBRARY_PATH = f"{CONTAINER_NVIDIA_DIR}/lib64"
 CONTAINER_BIN_PATH = f"{CONTAINER_NVIDIA_DIR}/bin"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+CONTAINER_DRIVER_ENV = {"LD_LIBRARY_PATH": CONTAINER_LIBRARY_PATH, "PATH": f"{CONTAINER_BIN_PATH}:{SYSTEM_PATH}"}
+"""What a GPU container on GKE needs to find the mounted driver: its libraries and nvidia-smi."""
 CONTROL_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")
 
 

@@ -15,14 +15,10 @@ from components.gke_sharing import (
     mps_limits,
     overcommit_slots,
 )
+from components.gpu.gke_cdi import CONTAINER_DRIVER_ENV
 
 MIB = 1 << 20
 GPU_RESOURCE = "nvidia.com/gpu"
-# Where GKE's device plugin mounts the driver into a container (container-engine-accelerators
-# cmd/nvidia_gpu/nvidia_gpu.go, -container-path); the probe image's Python finds libcuda only through this.
-GKE_LIBRARY_PATH = "/usr/local/nvidia/lib64"
-GKE_BIN_PATH = "/usr/local/nvidia/bin"
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_SCHEDULER = "default-scheduler"
 # kube-scheduler's NodeResourcesFit reports a full node so (in a FailedScheduling event).
 INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"
@@ -53,7 +49,7 @@ def native_slice_request(strategy: GkeStrategy, clients: int, slots: int = 1) ->
     return SliceRequest(
         scheduler_name=DEFAULT_SCHEDULER,
         limits={GPU_RESOURCE: "1"},
-        env={"LD_LIBRARY_PATH": GKE_LIBRARY_PATH, "PATH": f"{GKE_BIN_PATH}:{SYSTEM_PATH}"},
+        env=dict(CONTAINER_DRIVER_ENV),
         node_selector={STRATEGY_LABEL: strategy, CLIENTS_LABEL: str(clients)},
         host_ipc=strategy == "mps",
         containers=slots,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from components.contracts.proof import CHECK_IDS, CheckId, PodTry, SharingProof, SliceRequest
-from components.gpu.gke_cdi import CONTAINER_BIN_PATH, CONTAINER_LIBRARY_PATH
+from components.gpu.gke_cdi import CONTAINER_DRIVER_ENV
 from components.gpu.isolator import PRELOAD_LIBRARY
 from components.gpu.kai import GPU_MEMORY_ANNOTATION, QUEUE_LABEL, SCHEDULER_NAME
 from components.incluster.expectation import Monitor
@@ -18,7 +18,6 @@ KAI_CHECKS: tuple[CheckId, ...] = tuple(
                                   "neighbor-isolation", "preload-mechanism", "monitor-metrics"}
 )
 INJECT_ANNOTATION = "kai-resource-isolator.io/inject"
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 NOTES = (
     "Sharing Pods run privileged: on GKE the device nodes are mounted into them by a Kyverno policy, so this "
     "proves CUDA-level memory quotas between cooperating Pods, not a multi-tenant security boundary.",
@@ -36,7 +35,7 @@ def kai_slice_request(queue: str, slice_mib: int) -> SliceRequest:
         annotations={GPU_MEMORY_ANNOTATION: str(slice_mib)},
         limits={},
         # What the device-injection policy mounts still has to be found: libraries and nvidia-smi.
-        env={"LD_LIBRARY_PATH": CONTAINER_LIBRARY_PATH, "PATH": f"{CONTAINER_BIN_PATH}:{SYSTEM_PATH}"},
+        env=dict(CONTAINER_DRIVER_ENV),
         privileged=True,
     )
 
