@@ -31,16 +31,31 @@ def steps_before_preview(stack: str) -> list[dict[str, Any]]:
     return [s for s in PREVIEW_STEPS[:index] if runs_for(s, stack)]
 
 
-@pytest.mark.parametrize("stack", ["gke", "k3s"])
+def stacks_on(*platforms: str) -> list[str]:
+    """The stacks whose stack file sets one of these platforms."""
+    found = {p.name.removeprefix("Pulumi.").removesuffix(".yaml"): yaml.safe_load(p.read_text())["config"]
+             for p in ROOT.glob("Pulumi.*.yaml")}
+    return sorted(stack for stack, config in found.items() if config["gpushare:platform"] in platforms)
+
+
+GKE_STACKS = stacks_on("gke")
+
+
+def test_every_gke_stack_is_found() -> None:
+    assert {"gke", "gke-mps", "gke-time-sharing"} <= set(GKE_STACKS)
+
+
+@pytest.mark.parametrize("stack", stacks_on("gke", "k3s-vm"))
 def test_gcp_stacks_are_previewed_with_the_service_accounts_credentials(stack: str) -> None:
     uses = [str(s.get("uses", "")) for s in steps_before_preview(stack)]
     assert any(u.startswith("google-github-actions/auth@") for u in uses)
 
 
-def test_gke_preview_installs_the_auth_plugin_its_kubeconfig_runs() -> None:
+@pytest.mark.parametrize("stack", GKE_STACKS)
+def test_gke_preview_installs_the_auth_plugin_its_kubeconfig_runs(stack: str) -> None:
     from components.platform.kubeconfig import GKE_AUTH_PLUGIN
 
-    setup = [s for s in steps_before_preview("gke") if str(s.get("uses", "")).startswith("google-github-actions/setup")]
+    setup = [s for s in steps_before_preview(stack) if str(s.get("uses", "")).startswith("google-github-actions/setup")]
     assert setup and GKE_AUTH_PLUGIN in setup[0]["with"]["install_components"]
     assert not [s for s in steps_before_preview("cluster") if "setup-gcloud" in str(s.get("uses", ""))]
 
