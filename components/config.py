@@ -116,11 +116,8 @@ def _checked(check: Any, *args: Any) -> AfterValidator:
 
 
 K8sNamespace = Annotated[str, _checked(validate.dns_label, "namespace")]
-DnsLabel = Annotated[str, _checked(validate.dns_label)]
-DnsSubdomain = Annotated[str, _checked(validate.dns_subdomain)]
 Labels = Annotated[dict[str, str], AfterValidator(validate.labels)]
 GceZone = Annotated[str, AfterValidator(validate.gce_zone)]
-GceName = Annotated[str, _checked(validate.gce_name)]
 MachineType = Annotated[str, AfterValidator(validate.gce_machine_type)]
 Accelerator = Annotated[str, AfterValidator(validate.accelerator)]
 ImageRef = Annotated[str, AfterValidator(validate.image_reference)]

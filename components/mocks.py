@@ -79,9 +79,6 @@ ALTERNATE_ANSWERS = MockAnswers(
 )
 """Made-up values that differ from ANSWERS in every field, as valid for the program as ANSWERS are."""
 
-GKE_VERSIONS = list(ANSWERS.gke_versions)
-MOCK_CA = ANSWERS.ca_b64
-GKE_ENDPOINT = ANSWERS.gke_endpoint
 VM_EXTERNAL_IP = ANSWERS.vm_external_ip
 MOCK_KUBECONFIG = ANSWERS.kubeconfig()
 

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import re
 
-_PINNED = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?$")
 _K8S_RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
-
-
-def is_pinned(version: str) -> bool:
-    """True for an exact chart version (`2.9.0`, `v0.17.0`, `1.1.0-chart`), false for ranges and `latest`."""
-    return bool(_PINNED.match(version))
 
 
 def kubernetes_release(server_version: str) -> str:
