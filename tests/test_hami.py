@@ -297,8 +297,8 @@ def test_hami_proof_node_registration_and_allocation(proof_plan):
     assert proof["node_registration"] == {
         "annotation": "hami.io/node-nvidia-register",
         "resource": "nvidia.com/gpu",
-        "slotsPerCard": 4,
-        "cardsPerNode": 1,
+        "slots_per_card": 4,
+        "cards_per_node": 1,
     }
     assert proof["allocation_annotation"] == "hami.io/vgpu-devices-allocated"
 

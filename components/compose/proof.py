@@ -8,7 +8,7 @@ from components.contracts.proof import SharingProof
 from components.contracts.sharing import SharingSetup
 from components.images import mirrored
 from components.incluster.checks import REGISTRY
-from components.incluster.expectation import Expectation, NodeRegistration, PodTry
+from components.incluster.expectation import Expectation, PodTry
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
 from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings, proof_pod_names, try_pod_name
 
@@ -28,7 +28,7 @@ def whole_cards_beside_slices(cfg: StackConfig) -> bool:
 
 def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
     """What every check must observe, from the sharing contract and config: the verifier's GPUSHARE_EXPECT."""
-    v, reg = cfg.verify, proof.node_registration
+    v = cfg.verify
     whole = whole_cards_beside_slices(cfg)
     cores = compute_share(cfg, proof)
     pods = proof_pod_names(v.pod_prefix)
@@ -62,12 +62,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         # Only KAI's pool carries the label (compose/platform.py): under GKE's own sharing nothing writes it.
         node_memory_label=NODE_MEMORY_LABEL if whole else None,
         monitor=proof.monitor,
-        node_registration=(
-            NodeRegistration(
-                reg["annotation"], reg["resource"], int(reg["slotsPerCard"]), int(reg.get("cardsPerNode", 1))
-            )
-            if reg is not None else None
-        ),
+        node_registration=proof.node_registration,
         allocation_annotation=proof.allocation_annotation,
         pod_tries=tuple(
             PodTry(t.id, try_pod_name(v.pod_prefix, t.id), t.tried) for t in proof.pod_tries

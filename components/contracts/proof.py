@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from components.incluster.checks import CHECKS
-from components.incluster.expectation import Mechanism, Monitor
+from components.incluster.expectation import Mechanism, Monitor, NodeRegistration
 
 CheckId = str
 """One of CHECK_IDS."""
@@ -75,8 +75,8 @@ class SharingProof:
     preload_library: str | None
     """The library `/etc/ld.so.preload` must list (`libvgpu.so`); None where nothing is preloaded."""
     monitor: Monitor | None = None
-    node_registration: Mapping[str, Any] | None = None
-    """HAMi: {"annotation": "hami.io/node-nvidia-register", "resource": "nvidia.com/gpu", "slotsPerCard": 10}."""
+    node_registration: NodeRegistration | None = None
+    """HAMi's: `hami.io/node-nvidia-register`, resource `nvidia.com/gpu`, 10 slots per card."""
     allocation_annotation: str | None = None
     """Pod annotation naming the card a Pod got (`hami.io/vgpu-devices-allocated`)."""
     checks: Sequence[CheckId] = ()

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 from components.contracts.proof import CheckId, PodTry, SharingProof, SliceRequest
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.images import Mirrors
+from components.incluster.expectation import NodeRegistration
 
 CHART = "hami"
 REPO = "https://project-hami.github.io/HAMi"
@@ -168,12 +169,12 @@ def hami_proof(
         limit_bytes=slice_mib * 2**20,
         limit_env=env,
         preload_library="libvgpu.so",
-        node_registration={
-            "annotation": REGISTER_ANNOTATION,
-            "resource": "nvidia.com/gpu",
-            "slotsPerCard": device_split_count,
-            "cardsPerNode": cards_per_node,
-        },
+        node_registration=NodeRegistration(
+            annotation=REGISTER_ANNOTATION,
+            resource="nvidia.com/gpu",
+            slots_per_card=device_split_count,
+            cards_per_node=cards_per_node,
+        ),
         allocation_annotation=ALLOCATED_ANNOTATION,
         checks=tuple(checks),
     )

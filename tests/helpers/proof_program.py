@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from components.contracts.proof import SharingProof, SliceRequest
-from components.incluster.expectation import Monitor
+from components.incluster.expectation import Monitor, NodeRegistration
 from components.plan import Plan, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ HAMI_K3S = SharingProof(
     limit_bytes=8000 * MIB,
     limit_env={"CUDA_DEVICE_MEMORY_LIMIT_0": "8000m"},
     preload_library="libvgpu.so",
-    node_registration={"annotation": "hami.io/node-nvidia-register", "resource": "nvidia.com/gpu", "slotsPerCard": 10},
+    node_registration=NodeRegistration("hami.io/node-nvidia-register", "nvidia.com/gpu", slots_per_card=10),
     allocation_annotation="hami.io/vgpu-devices-allocated",
     checks=_CHECKS_HAMI,
 )
@@ -124,6 +124,8 @@ def proof_from_json(data: dict[str, Any]) -> SharingProof:
         data["overcommit_request"] = SliceRequest(**data["overcommit_request"])
     if data.get("monitor") is not None:
         data["monitor"] = Monitor(**data["monitor"])
+    if data.get("node_registration") is not None:
+        data["node_registration"] = NodeRegistration(**data["node_registration"])
     data["checks"] = tuple(data.get("checks") or ())
     data["notes"] = tuple(data.get("notes") or ())
     return SharingProof(**data)
