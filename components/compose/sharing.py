@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import pulumi
 
+from components.compose.chart_source import chart_source
 from components.config import ExistingStack, GkeStack, K3sStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import SharingSetup, ToolkitFacts
 from components.gke_sharing import GkeStrategy
-from components.gpu.chart import chart_source
 from components.gpu.gke_cdi import KAI_RESERVATION_NAMESPACE, GkeCdiWorkarounds, GkeCdiWorkaroundsArgs
 from components.gpu.gke_native import native_proof
 from components.gpu.hami import Hami, HamiArgs, hami_proof, runtime_class_for

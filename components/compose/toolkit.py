@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from components.compose.chart_source import chart_source
 from components.config import ExistingStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import ToolkitFacts
-from components.gpu.chart import chart_source
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
 from components.images import mirrored
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -28,23 +28,6 @@ class ChartSource:
     """`oci://host/path` (the chart is `<repository>/<chart>`) or an `https://` Helm repository."""
     path: str | None = None
     """A local directory holding the unpacked chart."""
-
-
-class ChartSourceSettings(Protocol):
-    """A chart source as config states it (`gpushare:chartSources.<chart>`)."""
-
-    @property
-    def repository(self) -> str | None: ...
-
-    @property
-    def path(self) -> str | None: ...
-
-
-def chart_source(settings: ChartSourceSettings | None) -> ChartSource | None:
-    """The ChartSource of a config section, None for the public repository."""
-    if settings is None:
-        return None
-    return ChartSource(repository=settings.repository, path=settings.path)
 
 
 @dataclass(frozen=True)
