@@ -509,7 +509,7 @@ class ExistingChartSources(HamiChartSources):
 
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-"""A relative chartSources path is read from here."""
+"""The directory `pulumi up` runs the program in: a relative chartSources path or kubeconfigPath is read from here."""
 
 CHART_NAMES = {"hami": "hami", "gpu_operator": "gpu-operator", "kai": "kai-scheduler",
                "isolator": "kai-resource-isolator", "kyverno": "kyverno"}

@@ -7,10 +7,7 @@ from typing import Any
 
 import yaml
 
-from components.config import ConfigError
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
-"""A relative kubeconfigPath is read from here, the directory `pulumi up` runs the program in."""
+from components.config import PROJECT_ROOT, ConfigError
 
 
 def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
