@@ -22,8 +22,7 @@ run() {  # NAME OUT ARGS...: one host-proof run, its wall time, its exit code; t
 }
 # HAMi-core and MPS on the cluster stack's quotas (4000 MiB, 30 %): cluster-hami-core/, cluster-mps/, comparison.*
 run compare "$out" compare --expect "$expects/cluster.json" --lib "$lib"
-run cluster-bare "$out/cluster-bare" cluster --expect "$expects/cluster.json"
-run gke-hami-core "$out/gke-hami-core" gke --expect "$expects/gke.json" --lib "$lib"
-run gke-bare "$out/gke-bare" gke --expect "$expects/gke.json"
-run k3s-hami-core "$out/k3s-hami-core" k3s --expect "$expects/k3s.json" --lib "$lib"
-run k3s-bare "$out/k3s-bare" k3s --expect "$expects/k3s.json"
+# The other runs through the benchmark, whose `NAME exit N in S s` lines are each run's wall time.
+python3 tests/bench/host_proof_time.py --expect-dir "$expects" --lib "$lib" --out "$out" \
+  --runs cluster:bare,gke:hami-core,gke:bare,k3s:hami-core,k3s:bare 2>&1 | grep ' exit ' | tee -a "$out/runs.txt"
+tar -czf "$tarball" -C "$(dirname "$out")" "$(basename "$out")"

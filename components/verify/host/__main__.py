@@ -37,7 +37,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("-c", "--config", action="append", default=[], help="config override key=value for the plan")
     p.add_argument("--lib", help="libvgpu.so to preload (HAMi-core built from source); absent: bare")
     p.add_argument("--mps", action="store_true", help="run the Pods as MPS clients instead of under HAMi-core")
-    p.add_argument("--out", help="write verdict.json and evidence.json (and the comparison) here")
+    p.add_argument("--out", help="write verdict.json, evidence.json, expect.json (and the comparison) here")
     p.add_argument("--hold-seconds", type=int, help="each Pod's hold, instead of the stack's verify.holdSeconds")
     p.add_argument("--compute-seconds", type=float, help="the judged window per shape (default 20)")
     p.add_argument("--workdir", help="cache files, the baseline, MPS pipes (default: a fresh temp dir)")
@@ -90,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if out:
         (out / "verdict.json").write_text(json.dumps(verdict, indent=1))
         (out / "evidence.json").write_text(json.dumps(proven["evidence"], indent=1))
+        (out / "expect.json").write_text(json.dumps(proven["expect"], indent=1))
     print(json.dumps(verdict, separators=(",", ":")))
     return 0 if verdict["passed"] else 1
 

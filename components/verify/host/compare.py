@@ -219,6 +219,7 @@ def compare(
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "verdict.json").write_text(json.dumps(proven["verdict"], indent=1))
         (folder / "evidence.json").write_text(json.dumps({"alone": solo, **proven["evidence"]}, indent=1))
+        (folder / "expect.json").write_text(json.dumps(proven["expect"], indent=1))
         rows.append(summarise(mech, proven, solo, quota))
         raws[mech] = proven["evidence"]
         verdicts[mech] = proven["verdict"]

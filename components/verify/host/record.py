@@ -204,6 +204,32 @@ Pod's mean over {comparison["windowSeconds"]:g} s after 3 s, and the range of it
 {README_END}"""
 
 
+def rejudge(record: Path) -> list[str]:
+    """Judge every run's recorded probe output again with this repository's judge (the probes ran on the GPU host;
+    the judge needs none). Cluster-only checks stay as the run reported them. Returns the runs judged again."""
+    from components.incluster import judge
+    from components.incluster.expectation import Expectation
+
+    done = []
+    for folder in sorted(p for p in record.iterdir() if (p / "expect.json").is_file()):
+        old = _load(folder / "verdict.json")
+        outputs = {pod: out for pod, out in _load(folder / "evidence.json").items() if pod != "alone"}
+        logs = {}
+        for pod, out in outputs.items():
+            lines = [json.dumps(out[probe]) for probe in ("compute", "memory") if isinstance(out.get(probe), dict)]
+            oom = list((out.get("memory") or {}).get("hami_oom_lines") or [])
+            text = "\n".join([*oom, *lines]) + "\n"
+            logs[pod] = {"name": pod, "phase": "Succeeded", "nodeName": "host", "logs": text}
+        new = judge.judge(Expectation.parse(_load(folder / "expect.json")), {"pods": logs})
+        fresh = {c["id"]: c for c in new["checks"]}
+        checks = [fresh.get(c["id"], c) if c["passed"] is not None else c for c in old["checks"]]
+        ran = [c for c in checks if c["passed"] is not None]
+        old.update(checks=checks, findings=new["findings"], passed=bool(ran) and all(c["passed"] for c in ran))
+        (folder / "verdict.json").write_text(json.dumps(old, indent=1))
+        done.append(folder.name)
+    return done
+
+
 def install(record: Path, root: Path = ROOT) -> None:
     """Copy the record in, rewrite the docs and the README block, refresh the fixtures."""
     docs = root / "docs" / "host-proof" / "h200"
@@ -226,11 +252,14 @@ def install(record: Path, root: Path = ROOT) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("record", help="the folder record.sh wrote")
+    p.add_argument("--rejudge", action="store_true", help="judge the recorded outputs again with this judge first")
     args = p.parse_args(argv)
     record = Path(args.record)
     if not (record / "comparison.json").is_file():
         print(f"error: {record} has no comparison.json: not a record.sh folder", file=sys.stderr)
         return 2
+    if args.rejudge:
+        print(f"judged again: {', '.join(rejudge(record)) or 'nothing (no expect.json)'}")
     install(record)
     print(f"installed {record} into docs/host-proof/h200, tests/fixtures/real/h200, the docs and the README")
     return 0
