@@ -112,10 +112,20 @@ def test_without_a_gpu_every_host_check_fails_and_cluster_checks_are_not_run(
 
 
 def test_the_h200_run_under_hami_core_passes_every_check_a_host_can_run(cluster: dict[str, Any]) -> None:
-    checks = _judged("cluster-hami-core", cluster)
+    checks = _judged("cluster-hami-core-staggered", cluster)
     assert all(c["passed"] is True for c in checks.values()), {k: c["observed"] for k, c in checks.items()}
     assert "compute-limited" in checks and "short many-block launches run at about 0.30" in checks[
         "compute-limited"]["observed"]  # fmt: skip
+
+
+def test_two_pods_started_in_the_same_instant_left_one_context_uncharged_and_memory_enforced_says_so(
+    cluster: dict[str, Any],
+) -> None:
+    b = real_fixtures.real_outputs("cluster-hami-core")["gpu-slice-b"]["memory"]
+    assert (b["visible_free_mib"], b["largest_alloc_mib"], b["context_overhead_mib"]) == (4000, 4000, 0)
+    failed = _judged("cluster-hami-core", cluster)["memory-enforced"]
+    assert failed["passed"] is False
+    assert "gpu-slice-b: a single 4000 MiB allocation succeeded, the quota is 4000 MiB" in failed["observed"]
 
 
 def test_the_h200_run_without_the_library_fails_memory_and_compute_saying_it_is_not_there(
@@ -179,7 +189,7 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
     record.install(record_dir, root)
     doc = (root / "docs" / "sharing-comparison.md").read_text()
     assert "| memory view: total / free (MiB) | 4000 / 3482 | 143155 / 3833 |" in doc
-    assert "| `cuctxcreate-context` | bypassed, bypassed | held, held |" in doc
-    assert "0.317, 0.318 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
+    assert "| `cuctxcreate-context` | bypassed, not judged | held, held |" in doc  # B's context went uncharged
+    assert "0.285, 0.278 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
     readme = (root / "README.md").read_text()
     assert "\nold\n" not in readme and readme.endswith("rest\n") and "compute share, short_many (0.486 ms" in readme

@@ -17,8 +17,9 @@ from typing import Any
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REAL = FIXTURES / "real" / "h200"
-RECORDS = {"kai": "gke-hami-core", "k3s": "k3s-hami-core", "cluster": "cluster-hami-core"}
-"""Which host-proof run each judge fixture takes its probe output from."""
+RECORDS = {"kai": "gke-hami-core", "k3s": "k3s-hami-core", "cluster": "cluster-hami-core-staggered"}
+"""Which host-proof run each judge fixture takes its probe output from: for `cluster`, the run whose Pod B started
+after A, as a cluster starts them (started in the same instant, B's context went uncharged: see the record)."""
 _UUID = re.compile(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 

@@ -40,6 +40,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", help="write verdict.json, evidence.json, expect.json (and the comparison) here")
     p.add_argument("--hold-seconds", type=int, help="each Pod's hold, instead of the stack's verify.holdSeconds")
     p.add_argument("--compute-seconds", type=float, help="the judged window per shape (default 20)")
+    p.add_argument("--stagger", type=float, default=0.0, help="start each next Pod this many seconds after A")
     p.add_argument("--workdir", help="cache files, the baseline, MPS pipes (default: a fresh temp dir)")
     return p.parse_args(argv)
 
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup = "mps" if args.mps else ("hami-core" if args.lib else "bare")
     options = HostOptions(setup=setup, workdir=workdir, lib=os.path.abspath(args.lib) if args.lib else None,
                           hold_seconds=args.hold_seconds, compute_seconds=args.compute_seconds,
-                          gpu_uuid=card().get("uuid"))  # fmt: skip
+                          stagger_seconds=args.stagger, gpu_uuid=card().get("uuid"))  # fmt: skip
     if args.stack == "compare":
         compare(host, options, out or workdir)
         return 0

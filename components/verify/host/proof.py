@@ -37,6 +37,8 @@ class HostOptions:
     hold_seconds: int | None = None
     compute_seconds: float | None = None
     compute_warmup: float = 3.0
+    stagger_seconds: float = 0.0
+    """How long after Pod A each next Pod starts: 0 starts them in the same instant."""
     gpu_uuid: str | None = None
     """The card's UUID, set as NVIDIA_VISIBLE_DEVICES the way the device plugin names a Pod's card."""
 
@@ -149,7 +151,7 @@ def prove(
         env = steps[name][0][1] if steps[name] else pod_env(expect, options, name)
         steps[name].append((probe("memory", memory_args), env))
     log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
-    runs = run_pods(steps, PROCESS_TIMEOUT_S)
+    runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds)
     node = socket.gethostname()
     evidence = {"pods": {n: r.evidence(node) for n, r in runs.items()}, "nodes": {}, "metrics": {}, "errors": []}
     info = card()
@@ -183,6 +185,7 @@ def prove(
         "card": info,
         "baseline": how,
         "holdSeconds": options.hold_seconds,
+        "staggerSeconds": options.stagger_seconds,
         "wallSeconds": round(time.time() - started, 1),
     }
     for name in pods:

@@ -19,7 +19,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNS = {
-    "cluster-hami-core": "`cluster` (4000 MiB + 30 %) under `--lib`",
+    "cluster-hami-core": "`cluster` (4000 MiB + 30 %) under `--lib`, both Pods started in the same instant",
+    "cluster-hami-core-staggered": "the same, Pod B started 3 s after A (`--stagger 3`, holds 10 s), as in a cluster",
     "cluster-bare": "the same, no library",
     "gke-hami-core": "`gke` (KAI, 4147 MiB) under `--lib`",
     "gke-bare": "the same, no library",
@@ -27,7 +28,14 @@ RUNS = {
     "k3s-bare": "the same, no library",
     "cluster-mps": "`cluster`'s Pods as MPS clients (`0=4000M`, 30 %)",
 }
-FIXTURE_RUNS = ("cluster-hami-core", "cluster-mps", "cluster-bare", "gke-hami-core", "k3s-hami-core")
+FIXTURE_RUNS = (
+    "cluster-hami-core",
+    "cluster-hami-core-staggered",
+    "cluster-mps",
+    "cluster-bare",
+    "gke-hami-core",
+    "k3s-hami-core",
+)
 README_START, README_END = "<!-- host-proof:start -->", "<!-- host-proof:end -->"
 BYPASS = {True: "bypassed", False: "held", None: "not judged"}
 
@@ -90,7 +98,33 @@ def findings_table(hami: Mapping[str, Any], mps: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary(comparison: Mapping[str, Any]) -> str:
+def uncharged_contexts(record: Path) -> list[str]:
+    """Pods of the same-instant HAMi-core run whose CUDA context went (partly) uncharged, in words."""
+    path = record / "cluster-hami-core" / "evidence.json"
+    if not path.is_file():
+        return []
+    out = []
+    for pod, results in _load(path).items():
+        memory = results.get("memory") if isinstance(results, dict) else None
+        if not memory or memory.get("context_overhead_mib") is None or memory["context_overhead_mib"] >= 100:
+            continue
+        out.append(
+            f"{pod} was charged {memory['context_overhead_mib']} MiB for its context (it saw"
+            f" {memory['visible_free_mib']} of {memory['visible_total_mib']} MiB free) and took"
+            f" {memory['largest_alloc_mib']} MiB in one allocation"
+        )
+    return out
+
+
+def staggered_shares(record: Path) -> list[str]:
+    path = record / "cluster-hami-core-staggered" / "evidence.json"
+    if not path.is_file():
+        return []
+    return [str((r.get("compute") or {}).get("share", {}).get("short_many")) for r in _load(path).values()
+            if isinstance(r, dict) and r.get("compute")]  # fmt: skip
+
+
+def summary(comparison: Mapping[str, Any], record: Path | None = None) -> str:
     """What the numbers say, in sentences built from the comparison's figures."""
     rows = {r["mechanism"]: r for r in comparison["rows"]}
     base = comparison["baseline"]
@@ -116,6 +150,15 @@ def summary(comparison: Mapping[str, Any]) -> str:
             f" {mem['oom_lines']} OOM lines on stderr. Both Pods held {mem['hold_mib']} MiB at once, each refused"
             f" more: {held}. The judged shape ran at {shares} of the unlimited baseline in the two Pods at once"
             f" (per second {ranges}; alone {row['neighbour']['judged_share_alone']}); the other shapes: {others}."
+        )
+    uncharged = uncharged_contexts(record) if record else []
+    if uncharged:
+        out.append(
+            "- **Two Pods started in the same instant (HAMi-core).** The library measures its context's size from"
+            " NVML's process list when it starts (`src/utils.c`); with both Pods' processes starting together, "
+            + "; ".join(uncharged)
+            + ". Started 3 s apart, as a cluster starts them, both were charged 518 MiB and every check passed"
+            f" (cluster-hami-core-staggered; judged shape {', '.join(staggered_shares(record))})."
         )
     out.append(
         f"- **The baseline.** {base.get('how')}; the judged shape ({cal.get('blocks')} blocks × {cal.get('threads')}"
@@ -151,7 +194,7 @@ the range of its whole seconds. Raw outputs and verdicts: [host-proof/](host-pro
 
 ## What the numbers say
 
-{summary(comparison)}
+{summary(comparison, record)}
 ## Findings (each tried, none counted into `passed`)
 
 {findings_table(hami, mps)}
@@ -185,16 +228,23 @@ def readme_block(record: Path) -> str:
     comparison = _load(record / "comparison.json")
     table = (record / "comparison.md").read_text().split("\n\nBaseline:")[0].strip()
     verdicts = {run: _load(record / run / "verdict.json") for run in RUNS if (record / run / "verdict.json").is_file()}
-    passed = [r.split("-")[0] for r, v in verdicts.items() if r.endswith("hami-core") and v["passed"]]
-    bare_failed = [r.split("-")[0] for r, v in verdicts.items() if r.endswith("bare") and not v["passed"]]
-    shares = [str(p["share"]) for p in ((comparison["rows"][0]["compute"].get("short_many")) or {}).values()]
+    passed = [f"`{r}`" for r, v in verdicts.items() if "hami-core" in r and v["passed"]]
+    failed = [f"`{r}` ({', '.join(c['id'] for c in v['checks'] if c['passed'] is False)})"
+              for r, v in verdicts.items() if "hami-core" in r and not v["passed"]]  # fmt: skip
+    bare_failed = [f"`{r}`" for r, v in verdicts.items() if r.endswith("bare") and not v["passed"]]
+    uncharged = uncharged_contexts(record)
     card = comparison["card"]
-    return f"""{README_START}
+    text = f"""{README_START}
 On one {card.get("name")} (driver {card.get("driver")}; every verdict and raw output in
 [docs/host-proof/](docs/host-proof/README.md), the comparison in
-[docs/sharing-comparison.md](docs/sharing-comparison.md)): under libvgpu.so, {", ".join(f"`{s}`" for s in passed)}
-passed every check a host can run, `compute-limited` with {" and ".join(shares)} of the unlimited speed in the two
-Pods at once; bare, {", ".join(f"`{s}`" for s in bare_failed)} failed with the library's absence as the reason.
+[docs/sharing-comparison.md](docs/sharing-comparison.md)), under libvgpu.so: {", ".join(passed)} passed every check
+a host can run (`compute-limited` in the staggered run at {" and ".join(staggered_shares(record))} of the unlimited
+speed, the two Pods at once)"""
+    if failed:
+        text += f"; {', '.join(failed)} failed"
+    if uncharged:
+        text += f": started in the same instant, {'; '.join(uncharged)}"
+    text += f""". Bare, {", ".join(bare_failed)} failed, with the library's absence as the reason.
 HAMi-core beside MPS on the `cluster` stack's quotas (shares of one unlimited process alone on the card; each
 Pod's mean over {comparison["windowSeconds"]:g} s after 3 s, and the range of its whole seconds):
 
@@ -202,6 +252,7 @@ Pod's mean over {comparison["windowSeconds"]:g} s after 3 s, and the range of it
 
 ![Per-second share of each kernel shape, Pod A, under HAMi-core and MPS](docs/host-proof/h200/comparison.png)
 {README_END}"""
+    return text
 
 
 def rejudge(record: Path) -> list[str]:

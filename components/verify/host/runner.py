@@ -92,12 +92,17 @@ def probe(name: str, args: Sequence[str]) -> list[str]:
     return [sys.executable, str(PROBES / f"{name}.py"), "--json", *args]
 
 
-def run_pods(steps: Mapping[str, Sequence[tuple[list[str], Mapping[str, str]]]], timeout: float) -> dict[str, PodRun]:
-    """Every Pod's steps (argv, env) in order, the Pods at the same time (threads), as the two Pods of a node."""
+def run_pods(
+    steps: Mapping[str, Sequence[tuple[list[str], Mapping[str, str]]]], timeout: float, stagger: float = 0.0
+) -> dict[str, PodRun]:
+    """Every Pod's steps (argv, env) in order, the Pods at the same time (threads), as the two Pods of a node;
+    each Pod after the first starts `stagger` seconds after the one before (a cluster creates B after A)."""
     runs = {name: PodRun(name) for name in steps}
+    delays = {name: i * stagger for i, name in enumerate(steps)}
 
     def one(name: str) -> None:
         run = runs[name]
+        time.sleep(delays[name])
         run.started = time.time()
         for argv, env in steps[name]:
             code, out, err = run_process(argv, env, timeout)
