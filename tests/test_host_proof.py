@@ -174,7 +174,7 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
                 result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
         logs = {p: {"phase": "Succeeded", "logs": real_fixtures.probe_log(o)} for p, o in outputs.items()}
         verdict = judge.judge(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), {"pods": logs})
-        verdict = {**verdict, "notRunOnHost": {}}
+        verdict = {**verdict, "notRunOnHost": {}, "stack": "cluster", "setup": mech, "card": {"mib": 143771}}
         (record_dir / f"cluster-{mech}").mkdir(parents=True)
         (record_dir / f"cluster-{mech}" / "verdict.json").write_text(json.dumps(verdict))
         (record_dir / f"cluster-{mech}" / "evidence.json").write_text(json.dumps(outputs))
@@ -184,6 +184,11 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
     (record_dir / "comparison.md").write_text(compare.table(rows, 4000, 30, card, calibration))
     (record_dir / "comparison.json").write_text(json.dumps({"card": card, "quotaMiB": 4000, "coresPercent": 30,
         "windowSeconds": 20, "baseline": {"how": "alone", "calibration": calibration}, "rows": rows}))  # fmt: skip
+    # An expectation this judge no longer reads (a key it does not know) is planned again from the stack.
+    (record_dir / "cluster-mps" / "expect.json").write_text(json.dumps({"retiredKey": 1}))
+    assert record.rejudge(record_dir) == ["cluster-mps"]
+    rejudged = json.loads((record_dir / "cluster-mps" / "verdict.json").read_text())
+    assert rejudged["passed"] is True and {f["id"] for f in rejudged["findings"]} >= {"mps-own-pinned-limit"}
     (root / "docs" / "host-proof").mkdir(parents=True)
     (root / "README.md").write_text(f"# x\n{record.README_START}\nold\n{record.README_END}\nrest\n")
     record.install(record_dir, root)

@@ -255,11 +255,27 @@ Pod's mean over {comparison["windowSeconds"]:g} s after 3 s, and the range of it
     return text
 
 
+def _expectation(folder: Path, verdict: Mapping[str, Any]) -> Any:
+    """The run's own expectation; where this judge no longer reads it, the same one planned from the stack now."""
+    from components.incluster.expectation import Expectation
+
+    try:
+        return Expectation.parse(_load(folder / "expect.json"))
+    except ValueError:
+        from components.verify.host import expectation
+        from components.verify.host.proof import limit_env
+
+        planned = expectation.host_plan(str(verdict["stack"]))["expect"]
+        setup = str(verdict.get("setup") or "hami-core")
+        mechanism = "mps" if setup == "mps" else "hami-core"
+        card = (verdict.get("card") or {}).get("mib")
+        return expectation.host_expect(planned, mechanism, limit_env(planned, setup), card)
+
+
 def rejudge(record: Path) -> list[str]:
     """Judge every run's recorded probe output again with this repository's judge (the probes ran on the GPU host;
     the judge needs none). Cluster-only checks stay as the run reported them. Returns the runs judged again."""
     from components.incluster import judge
-    from components.incluster.expectation import Expectation
 
     done = []
     for folder in sorted(p for p in record.iterdir() if (p / "expect.json").is_file()):
@@ -271,7 +287,7 @@ def rejudge(record: Path) -> list[str]:
             oom = list((out.get("memory") or {}).get("hami_oom_lines") or [])
             text = "\n".join([*oom, *lines]) + "\n"
             logs[pod] = {"name": pod, "phase": "Succeeded", "nodeName": "host", "logs": text}
-        new = judge.judge(Expectation.parse(_load(folder / "expect.json")), {"pods": logs})
+        new = judge.judge(_expectation(folder, old), {"pods": logs})
         fresh = {c["id"]: c for c in new["checks"]}
         checks = [fresh.get(c["id"], c) if c["passed"] is not None else c for c in old["checks"]]
         ran = [c for c in checks if c["passed"] is not None]
