@@ -1,7 +1,8 @@
 """The contract between a sharing system and the proof: how a Pod asks for a slice, and what must follow.
 
 Each sharing component (KAI, HAMi, GKE's own MPS and time-sharing) builds a `SharingProof`; the proof workloads
-and the verifier read only this, so neither knows which system they prove.
+read only this, and the verifier only the Expectation built from it (compose/proof.py), so neither knows which
+system they prove.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class SharingProof:
     visible_mib: int
     """What nvidia-smi / NVML must report inside a proof Pod."""
     limit_bytes: int
-    """The quota HAMi-core enforces, in bytes (the OOM line's right-hand side)."""
+    """The memory quota in bytes: HAMi-core's (its OOM line's right-hand side), MPS's pinned limit, or the card."""
     limit_env: Mapping[str, str]
     """Env every proof Pod must see (`CUDA_DEVICE_MEMORY_LIMIT_0=4000m`)."""
     preload_library: str | None
