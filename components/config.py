@@ -41,7 +41,6 @@ from components.sizing import default_slice_mib, kai_visible_mib, overcommit_is_
 from components.versions import kubernetes_release
 
 NAMESPACE = "gpushare"
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 Platform = Literal["gke", "k3s-vm", "existing-host", "existing"]
 PLATFORMS: tuple[Platform, ...] = ("gke", "k3s-vm", "existing-host", "existing")
@@ -261,7 +260,7 @@ class ClusterConfig(_Model):
         if not nodes:
             raise ValueError("name at least one GPU node")
         for node in nodes:
-            if len(node) > 253 or not _DNS_SUBDOMAIN.match(node):
+            if len(node) > 253 or not validate.DNS_SUBDOMAIN.match(node):
                 raise ValueError(f"{node!r} is not a node name; copy the NAME column of `kubectl get nodes`")
         if len(nodes) > 5000:
             raise ValueError(f"{len(nodes)} nodes; a Kubernetes cluster has at most 5000")

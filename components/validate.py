@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_LABEL = re.compile(rf"^{_LABEL}$")
-_DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -47,7 +47,7 @@ def dns_label(value: str, what: str = "name") -> str:
 
 def dns_subdomain(value: str, what: str = "name") -> str:
     """A DNS-1123 subdomain: node names, RuntimeClass and PriorityClass names; dots allowed, at most 253."""
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if len(value) > 253 or not DNS_SUBDOMAIN.match(value):
         raise ValueError(f"{value!r} is not a valid {what}: use lower-case letters, digits, '-' and '.', each part "
                          "starting and ending with a letter or digit, at most 253 characters")
     return value
