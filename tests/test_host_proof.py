@@ -193,7 +193,7 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
     (root / "README.md").write_text(f"# x\n{record.README_START}\nold\n{record.README_END}\nrest\n")
     record.install(record_dir, root)
     doc = (root / "docs" / "sharing-comparison.md").read_text()
-    assert "| memory view: total / free (MiB) | 4000 / 3482 | 143155 / 3833 |" in doc
+    assert "| Pod A's memory view: total / free (MiB) | 4000 / 3482 | 143155 / 3833 |" in doc
     assert "| `cuctxcreate-context` | bypassed, not judged | held, held |" in doc  # B's context went uncharged
     assert "0.285, 0.278 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
     readme = (root / "README.md").read_text()

@@ -133,7 +133,7 @@ def table(
         lines.append(f"| {label} |" + "".join(f" {cell(r)} |" for r in rows))
 
     row(
-        "memory view: total / free (MiB)",
+        "Pod A's memory view: total / free (MiB)",
         lambda r: f"{r['memory']['visible_total_mib']} / {r['memory']['visible_free_mib']}",
     )
     row("view rewritten to the quota", lambda r: "yes" if r["memory"]["view_rewritten"] else "no")
@@ -163,7 +163,7 @@ def table(
         f"{_pct(r['neighbour']['judged_share_beside_neighbour'])}")  # fmt: skip
     ids = sorted({f for r in rows for f in r["findings"]})
     for fid in ids:
-        row(f"finding {fid}", lambda r, fid=fid: {True: "bypassed", False: "held", None: "not tried"}.get(
+        row(f"finding {fid} (Pod A)", lambda r, fid=fid: {True: "bypassed", False: "held", None: "not tried"}.get(
             r["findings"].get(fid), "–") if fid in r["findings"] else "–")  # fmt: skip
     return "\n".join(lines) + "\n"
 

@@ -50,6 +50,15 @@ def wall_seconds(record: Path) -> dict[str, str]:
     return {m[1]: m[2] for m in re.finditer(r"^(\S+) exit \d+ in (\d+) s$", text, re.M)}
 
 
+def _table(record: Path) -> str:
+    """The comparison table, drawn again from comparison.json with this repository's labels."""
+    from components.verify.host.compare import table
+
+    c = _load(record / "comparison.json")
+    calibration = (c.get("baseline") or {}).get("calibration") or {}
+    return table(c["rows"], c["quotaMiB"], c["coresPercent"], c["card"], calibration).strip()
+
+
 def run_table(record: Path) -> str:
     """Every run: what it was, whether it passed (with the failing checks and what a host could not run), its time."""
     walls = wall_seconds(record)
@@ -173,7 +182,7 @@ def summary(comparison: Mapping[str, Any], record: Path | None = None) -> str:
 def comparison_doc(record: Path) -> str:
     comparison = _load(record / "comparison.json")
     card = comparison["card"]
-    table = (record / "comparison.md").read_text().split("\n\nBaseline:")[0].strip()
+    table = _table(record)
     hami, mps = _load(record / "cluster-hami-core" / "verdict.json"), _load(record / "cluster-mps" / "verdict.json")
     return f"""# HAMi-core beside MPS, measured on one card
 
@@ -226,7 +235,7 @@ Pod). HAMi-core beside MPS, what the numbers say and every finding:
 
 def readme_block(record: Path) -> str:
     comparison = _load(record / "comparison.json")
-    table = (record / "comparison.md").read_text().split("\n\nBaseline:")[0].strip()
+    table = _table(record)
     verdicts = {run: _load(record / run / "verdict.json") for run in RUNS if (record / run / "verdict.json").is_file()}
     passed = [f"`{r}`" for r, v in verdicts.items() if "hami-core" in r and v["passed"]]
     failed = [f"`{r}` ({', '.join(c['id'] for c in v['checks'] if c['passed'] is False)})"
