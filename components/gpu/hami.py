@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.chart_images import Path, put
 from components.contracts.proof import CheckId, PodTry, SharingProof, SliceRequest
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.images import Mirrors
@@ -24,7 +25,6 @@ SCHEDULER_NAME = "hami-scheduler"
 LEGACY_RUNTIME_CLASS = "nvidia-legacy"
 REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
-Path = tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,6 @@ def runtime_class_for(cdi_enabled: bool, override: str | None = None) -> str | N
     return LEGACY_RUNTIME_CLASS if cdi_enabled else None
 
 
-def _put(values: dict[str, Any], path: Path, value: Any) -> None:
-    node = values
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
-
-
 @dataclass(frozen=True)
 class HamiArgs:
     """One HAMi release: chart version, where it goes, and what its scheduler and device plugin need."""
@@ -94,15 +87,15 @@ def hami_values(args: HamiArgs) -> dict[str, Any]:
     # Unset, the chart takes the tag from the server it is installed on (charts/hami/templates/_helpers.tpl,
     # `resolvedKubeSchedulerTag`), which is right even where config's version is not.
     if args.scheduler_image_tag is not None:
-        _put(values, keys.scheduler_tag, args.scheduler_image_tag)
-    _put(values, keys.split_count, args.device_split_count)
+        put(values, keys.scheduler_tag, args.scheduler_image_tag)
+    put(values, keys.split_count, args.device_split_count)
     if keys.node_selector is not None:
-        _put(values, keys.node_selector, dict(args.node_label))
+        put(values, keys.node_selector, dict(args.node_label))
     if args.runtime_class_name is not None:
-        _put(values, keys.runtime_class, args.runtime_class_name)
+        put(values, keys.runtime_class, args.runtime_class_name)
     if keys.create_runtime_class is not None:
         # The chart would create the class with the wrong handler; the toolkit (or GPU Operator) owns it.
-        _put(values, keys.create_runtime_class, False)
+        put(values, keys.create_runtime_class, False)
     return values
 
 
