@@ -13,15 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.plan import ROOT, run
+from components.plan import ROOT, run, stacks
 
 BEGIN = "<!-- air-gapped:begin -->"
 END = "<!-- air-gapped:end -->"
 RELEASE = "kubernetes:helm.sh/v3:Release"
-
-
-def stacks(root: Path = ROOT) -> list[str]:
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
 
 
 def _chart_row(inputs: dict[str, Any]) -> str:

@@ -34,6 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MOCK_SECRET = "mock-secret-value"
 
 
+def stacks(root: Path = ROOT) -> list[str]:
+    """The project's stacks: one per `Pulumi.<stack>.yaml` in `root`."""
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
+
+
 class PlanInputError(ValueError):
     """A stack file or `-c` override that cannot be read."""
 
@@ -104,8 +109,7 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
     """The stack file's config with `-c` overrides applied, and the keys that hold secrets."""
     path = root / f"Pulumi.{stack}.yaml"
     if not path.exists():
-        known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
-        raise PlanInputError(f"no stack file {path.name}; stacks here: {', '.join(known)}")
+        raise PlanInputError(f"no stack file {path.name}; stacks here: {', '.join(stacks(root))}")
     try:
         text = path.read_text()
     except (UnicodeDecodeError, OSError) as err:

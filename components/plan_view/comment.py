@@ -13,17 +13,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.plan import ROOT, run
+from components.plan import run, stacks
 from components.plan_view import markdown, mermaid
 from components.plan_view.golden import GOLDEN_DIR, golden_plan
 
 TITLE = "## Offline plan (Pulumi's mock engine, no credentials)"
 GITHUB_COMMENT_LIMIT = 65536
 """Characters GitHub accepts in one pull-request comment."""
-
-
-def stacks() -> list[str]:
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
 
 
 CUT = "\n\n… cut at GitHub's comment limit: `python -m components.plan_view.comment` prints the whole.\n"

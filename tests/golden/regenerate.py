@@ -12,7 +12,7 @@ import difflib
 import json
 import sys
 
-from components.plan import ROOT, run
+from components.plan import ROOT, run, stacks
 from components.plan_view.golden import GOLDEN_DIR, sanitize
 
 GOLDEN = GOLDEN_DIR
@@ -36,10 +36,6 @@ def chart_sources(stack: str) -> list[str]:
     config, _ = read_stack_config(stack, [])
     charts = parse(_as_pulumi_config(config)).chart_pins()
     return [f"gpushare:chartSources.{_alias(chart)}.repository=oci://{MIRROR_HOST}/charts" for chart in charts]
-
-
-def stacks() -> list[str]:
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
 
 
 def variants() -> dict[str, tuple[str, list[str]]]:
