@@ -1,4 +1,4 @@
-"""A GCE GPU VM (or a host the user already has) made a one-node k3s cluster: the `k3s` stack's platform."""
+"""The `k3s` stack's GCE GPU VM, its address, keys and firewall; k3s_bootstrap.py makes it a one-node k3s cluster."""
 
 from __future__ import annotations
 
