@@ -1,4 +1,4 @@
-"""Who provides the NVIDIA container toolkit: the GPU Operator (toolkit only), or the host/GKE (nothing to install)."""
+"""NVIDIA GPU Operator for its container toolkit only (which toolkit a stack gets is compose/toolkit.py's choice)."""
 
 from __future__ import annotations
 
