@@ -33,7 +33,7 @@ try:
     from . import judge, message
     from .evidence import HAMI_BIND_ANNOTATIONS
     from .expectation import Expectation
-    from .kube import SA_DIR, ApiClient, ApiError
+    from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
     from .parse import probe_results
 except ImportError:  # mounted flat in a Pod and run as a script
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,11 +41,11 @@ except ImportError:  # mounted flat in a Pod and run as a script
     import message  # type: ignore[no-redef]
     from evidence import HAMI_BIND_ANNOTATIONS  # type: ignore[no-redef]
     from expectation import Expectation  # type: ignore[no-redef]
-    from kube import SA_DIR, ApiClient, ApiError  # type: ignore[no-redef]
+    from kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError  # type: ignore[no-redef]
     from parse import probe_results  # type: ignore[no-redef]
 
 DEFAULTS = {
-    "GPUSHARE_API_URL": "https://kubernetes.default.svc",
+    "GPUSHARE_API_URL": IN_CLUSTER_URL,
     "GPUSHARE_TOKEN_PATH": f"{SA_DIR}/token",
     "GPUSHARE_CA_PATH": f"{SA_DIR}/ca.crt",
     "GPUSHARE_TERMINATION_LOG": "/dev/termination-log",
