@@ -21,6 +21,7 @@ from pydantic import (
     AfterValidator,
     AliasGenerator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -124,7 +125,14 @@ Registry = Annotated[str, AfterValidator(validate.registry)]
 LinuxUser = Annotated[str, AfterValidator(validate.linux_user)]
 AbsolutePath = Annotated[str, AfterValidator(validate.absolute_path)]
 Port = Annotated[int, AfterValidator(validate.port)]
-FiniteGiB = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+def _size_not_yes_no(value: Any) -> Any:
+    # pydantic reads true as 1.0, also inside a list (sweepGiB) where the model-level check does not reach.
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a size; give a number of GiB such as 3")
+    return value
+
+
+FiniteGiB = Annotated[float, BeforeValidator(_size_not_yes_no), Field(gt=0, allow_inf_nan=False)]
 HourlyUsd = Annotated[float, Field(ge=0, le=10_000, allow_inf_nan=False)]
 
 

@@ -177,6 +177,8 @@ BAD = [
     bad("gke", "gpushare:verify.sweepGiB=[-1]", key="gpushare:verify.sweepGiB"),
     bad("gke", "gpushare:verify.sweepGiB=[1, 2]", key="gpushare:verify.sweepGiB"),
     bad("gke", "gpushare:verify.sweepGiB=[.inf]", key="gpushare:verify.sweepGiB"),
+    bad("gke", "gpushare:verify.sweepGiB=[true, 8]", key="gpushare:verify.sweepGiB"),
+    bad("k3s", "gpushare:verify.sweepGiB=[false, 16]", key="gpushare:verify.sweepGiB"),
     bad("gke", "gpushare:verify.holdSeconds=0", key="gpushare:verify.holdSeconds"),
     bad("gke", "gpushare:verify.computeSeconds=1", key="gpushare:verify.computeSeconds"),
     bad("gke", "gpushare:verify.deadlineSeconds=10", key="gpushare:verify.deadlineSeconds"),
