@@ -91,7 +91,9 @@ def test_time_sharing_proof_injects_nothing_and_still_checks_memory_and_compute(
     # not offered is not the same as passed: the verdict must say the limits are not held
     assert {"memory-enforced", "compute-limited"} <= set(proof.checks)
     assert "quota-injection" not in proof.checks
-    assert any("enforces no memory or compute limit" in n for n in proof.notes)
+    from components.verify.proof import isolation_note
+
+    assert "nothing limits a Pod's memory or compute" in isolation_note(proof)
 
 
 def test_overcommit_request_spreads_its_slots_over_containers_of_one_gpu_each() -> None:

@@ -33,13 +33,7 @@ MPS_NOTES = (
     "GKE's MPS: each client's memory limit and thread percentage are the CUDA_MPS_PINNED_DEVICE_MEM_LIMIT and "
     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE the device plugin sets in its environment, equal shares of the card; what a "
     "client that sets its own values gets is tried and reported in verification.findings.",
-    "MPS Pods run with hostIPC and share one MPS server per card: a fatal GPU fault in one client ends the others' "
-    "work too, so this is a quota between cooperating Pods, not a tenant boundary.",
-)
-TIME_SHARING_NOTES = (
-    "GKE's time-sharing enforces no memory or compute limit: each Pod sees the whole card and may take all of it, "
-    "and the driver switches between the Pods' contexts; memory-enforced, neighbor-isolation and compute-limited "
-    "fail by design.",
+    "MPS Pods run with hostIPC: they share the node's IPC namespace with the MPS server.",
 )
 
 
@@ -92,7 +86,6 @@ def time_sharing_proof(clients: int, card_mib: int, gpus_per_node: int) -> Shari
         limit_env={},
         preload_library=None,
         checks=TIME_SHARING_CHECKS,
-        notes=TIME_SHARING_NOTES,
     )
 
 

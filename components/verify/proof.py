@@ -10,8 +10,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.contracts.proof import PodTry, SharingProof
-from components.incluster.expectation import Expectation, Mechanism
+from components.incluster.expectation import Expectation
 from components.verify.collect import Verifier, VerifierArgs
+from components.verify.report import NOT_MIG
 from components.verify.workloads import (
     COMMON_LABELS,
     ProbeSettings,
@@ -20,23 +21,6 @@ from components.verify.workloads import (
 )
 
 NODE_MEMORY_LABEL = "nvidia.com/gpu.memory"
-MECHANISM_NOTES: dict[Mechanism, str] = {
-    "hami-core": (
-        "Software isolation, not MIG: HAMi-core, preloaded into each container, enforces the memory quota and "
-        "throttles compute; the slices still share one card's SMs, memory bandwidth, driver and faults, and a "
-        "process that escapes the preloaded library is not limited (see verification.findings)."
-    ),
-    "mps": (
-        "NVIDIA MPS, not MIG: one MPS server per card runs every Pod's kernels at once, each client held to a "
-        "pinned-memory limit and a share of the threads; the card's view is not rewritten, and the clients still "
-        "share memory bandwidth, caches, the driver and faults."
-    ),
-    "time-sharing": (
-        "Time-sharing, not MIG and not isolation: several Pods are let onto one card and the driver switches "
-        "between their contexts; nothing limits a Pod's memory or compute, so one Pod can take the whole card from "
-        "the others."
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -70,7 +54,7 @@ class ProofArgs:
 
 def isolation_note(proof: SharingProof) -> str:
     """What the proof does not prove, in one paragraph: what its mechanism is not, plus the system's notes."""
-    return " ".join([MECHANISM_NOTES[proof.mechanism], *proof.notes])
+    return " ".join([NOT_MIG[proof.mechanism], *proof.notes])
 
 
 def disabled_verification(reason: str) -> dict[str, Any]:

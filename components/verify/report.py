@@ -21,26 +21,27 @@ MECHANISMS = {
 }
 COMPARISON_DOC = "docs/sharing-comparison.md"
 """The same probes and judge on HAMi-core and MPS on one card, side by side (in the repository)."""
-NOT_NOTES = {
+NOT_MIG: dict[str, str] = {
     "hami-core": (
-        "This is **software isolation**: HAMi-core (`libvgpu.so`, preloaded into each container) intercepts CUDA"
-        " calls in user space and refuses what exceeds the quota. It is **not MIG**: the Pods share the card's"
-        " SMs, caches and memory bandwidth, a process that avoids the library is not limited, and a misbehaving"
-        " kernel is not contained by hardware. Treat it as a scheduling and accounting guarantee between"
-        " cooperating workloads, not as a security boundary between tenants."
+        "Software isolation, not MIG: HAMi-core (libvgpu.so, preloaded into each container) intercepts CUDA calls"
+        " in user space and refuses what exceeds the quota; the Pods share the card's SMs, caches and memory"
+        " bandwidth, a process that avoids the library is not limited (see verification.findings), and a"
+        " misbehaving kernel is not contained by hardware. A scheduling and accounting guarantee between"
+        " cooperating workloads, not a security boundary between tenants."
     ),
     "mps": (
-        "This is **NVIDIA MPS**: one MPS server per card runs every client's kernels at once, each client held to"
-        " the pinned-memory limit and thread percentage in its environment. It is **not MIG**: the card's view is"
-        " not rewritten, the clients share memory bandwidth and caches, and a fatal fault in one client ends the"
-        " others' work. Treat it as a quota between cooperating workloads, not as a security boundary."
+        "NVIDIA MPS, not MIG: one MPS server per card runs every client's kernels at once, each client held to the"
+        " pinned-memory limit and thread percentage in its environment; the card's view is not rewritten, the"
+        " clients share memory bandwidth and caches, and a fatal fault in one client ends the others' work. A"
+        " quota between cooperating workloads, not a security boundary."
     ),
     "time-sharing": (
-        "This is **time-sharing**: several Pods are let onto one card and the driver switches between their"
-        " contexts. Nothing limits a Pod's memory or compute, so the memory and compute checks fail by design:"
-        " one Pod can take the whole card from the others."
+        "Time-sharing, not MIG and not isolation: several Pods are let onto one card and the driver switches"
+        " between their contexts; nothing limits a Pod's memory or compute, so memory-enforced,"
+        " neighbor-isolation and compute-limited fail by design: one Pod can take the whole card from the others."
     ),
 }
+"""What each mechanism is not, said once: the report's last section and the `isolationNote` output."""
 MIB = 1 << 20
 
 
@@ -162,5 +163,5 @@ def render(verification: Mapping[str, Any], expect: Expectation) -> str:
         lines += ["", *_findings(list(verification.get("findings") or []), list(verification.get("cut") or []))]
         if expect.system == "hami" or verification.get("ghostQuota"):
             lines += ["", *_ghosts(list(verification.get("ghostQuota") or []))]
-    lines += ["", "## What this is not", "", NOT_NOTES[expect.mechanism], ""]
+    lines += ["", "## What this is not", "", NOT_MIG[expect.mechanism], ""]
     return "\n".join(lines)
