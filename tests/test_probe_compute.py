@@ -181,7 +181,7 @@ def test_a_child_lifted_its_limit_when_it_ran_much_faster_than_this_limited_proc
     ],
 )
 def test_limit_and_mechanism_come_from_the_env(env: dict[str, str], mechanism: str, limit: int | None) -> None:
-    assert compute.mechanism_of(env, []) == mechanism
+    assert compute.mechanism_of(env, [], compute.HAMI_COMPUTE_KEYS) == mechanism
     assert compute.limit_percent(env, mechanism) == limit
 
 

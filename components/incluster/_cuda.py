@@ -298,3 +298,28 @@ def touch(path: str | None) -> None:
     if path:
         with open(path, "a"):
             pass
+
+
+def finding(fid: str, tried: str, observed: str, bypassed: bool | None, why: str | None = None) -> dict[str, Any]:
+    """One finding in the shape every probe reports; `why` only when nothing could be tried."""
+    out: dict[str, Any] = {"id": fid, "tried": tried, "observed": observed, "bypassed": bypassed}
+    if bypassed is None:
+        out["why"] = why or "nothing could be tried"
+    return out
+
+
+MPS_LIMIT_KEYS = ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
+
+
+def mechanism_of(
+    env: Mapping[str, Any], mapped: Sequence[str], hami_keys: Sequence[str], given: str = "auto"
+) -> str:
+    """`hami-core`, `mps` or `none`: what limits this process, from its env (`hami_keys`: the HAMi-core limits
+    the calling probe measures) and the mapped libraries."""
+    if given != "auto":
+        return given
+    if any(env.get(key) for key in MPS_LIMIT_KEYS):
+        return "mps"
+    if mapped or any(env.get(key) for key in hami_keys):
+        return "hami-core"
+    return "none"

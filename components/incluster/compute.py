@@ -38,7 +38,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cuda import Cuda, ProbeError, fit_result, now_iso, preload_evidence, touch, write_result_file
+from _cuda import (
+    Cuda,
+    ProbeError,
+    finding,
+    fit_result,
+    mechanism_of,
+    now_iso,
+    preload_evidence,
+    touch,
+    write_result_file,
+)
 
 # Each thread runs `iters` dependent FMAs and stores the result (so the loop is not optimised away).
 # PTX ISA 6.0 / sm_52: old enough that every driver from the T4's (sm_75) to the H200's (sm_90) JITs it.
@@ -251,15 +261,8 @@ def shares(limited: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str,
     return out
 
 
-def mechanism_of(env: Mapping[str, str | None], mapped: Sequence[str], given: str = "auto") -> str:
-    """`hami-core`, `mps` or `none`: what limits this process, from its env and the mapped libraries."""
-    if given != "auto":
-        return given
-    if env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") or env.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"):
-        return "mps"
-    if mapped or env.get("CUDA_DEVICE_SM_LIMIT") or env.get("CUDA_DEVICE_MEMORY_LIMIT_0"):
-        return "hami-core"
-    return "none"
+# The HAMi-core env that says this process runs under the library (HAMi-core's compute or memory quota).
+HAMI_COMPUTE_KEYS = ("CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_0")
 
 
 def limit_percent(env: Mapping[str, str | None], mechanism: str) -> int | None:
@@ -276,13 +279,6 @@ def limit_percent(env: Mapping[str, str | None], mechanism: str) -> int | None:
             continue
         return value if 0 < value < 100 else None
     return None
-
-
-def _finding(fid: str, tried: str, observed: str, bypassed: bool | None, why: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": fid, "tried": tried, "observed": observed, "bypassed": bypassed}
-    if bypassed is None:
-        out["why"] = why or "nothing could be tried"
-    return out
 
 
 def shape_findings(
@@ -303,14 +299,14 @@ def shape_findings(
         value = share.get(name)
         if limit is None or value is None or judged is None:
             why = "no compute limit is set here" if limit is None else "no unlimited baseline to compare with"
-            out.append(_finding(fid, tried, f"share {value}", None, why))
+            out.append(finding(fid, tried, f"share {value}", None, why))
             continue
         observed = f"{value:.2f} of unlimited while {JUDGED_SHAPE} ran at {judged:.2f} (limit {limit / 100:.2f})"
         if mechanism == "mps" and m["blocks"] <= sm_count:
             observed += f"; its {m['blocks']} blocks fit in the {sm_count} multiprocessors this client is given"
-            out.append(_finding(fid, tried, observed, False))
+            out.append(finding(fid, tried, observed, False))
             continue
-        out.append(_finding(fid, tried, observed, value > limit / 100 + TOLERANCE))
+        out.append(finding(fid, tried, observed, value > limit / 100 + TOLERANCE))
     return out
 
 
@@ -318,14 +314,14 @@ def lift_finding(fid: str, tried: str, child_share: float | None, own_share: flo
                  error: str | None = None) -> dict[str, Any]:  # fmt: skip
     """A child that set its own 'no limit': bypassed when this process was held to its limit and the child was not."""
     if child_share is None:
-        return _finding(fid, tried, f"the child measured nothing ({error})", None, "the child could not measure")
+        return finding(fid, tried, f"the child measured nothing ({error})", None, "the child could not measure")
     observed = f"the child ran {JUDGED_SHAPE} at {child_share:.2f} of unlimited; this process at {own_share}"
     if own_share:
         observed += f" ({child_share / own_share:.2f}×)"
     if limit is None or own_share is None or own_share > limit / 100 + TOLERANCE:
-        return _finding(fid, tried, observed, None, "the limit did not hold in this process, so nothing was lifted")
+        return finding(fid, tried, observed, None, "the limit did not hold in this process, so nothing was lifted")
     # Against this process, not 1.0: the child runs beside the same neighbour, which caps what it can reach.
-    return _finding(fid, tried, observed, child_share >= LIFTED_RATIO * own_share)
+    return finding(fid, tried, observed, child_share >= LIFTED_RATIO * own_share)
 
 
 def run_child(argv_tail: Sequence[str], env_overrides: Mapping[str, str], timeout: float) -> dict[str, Any]:
@@ -394,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     env = {key: os.environ.get(key) for key in ENV_KEYS}
     preload = preload_evidence()
-    mechanism = mechanism_of(env, preload["mapped"], args.mechanism)
+    mechanism = mechanism_of(env, preload["mapped"], HAMI_COMPUTE_KEYS, args.mechanism)
     limit = limit_percent(env, mechanism)
     wanted = [s for s in args.shapes.split(",") if s]
     result: dict[str, Any] = {"probe": "compute", "ok": False, "error": None, "gpu_uuid": None, "gpu_name": None,

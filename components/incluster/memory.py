@@ -34,7 +34,9 @@ from _cuda import (
     CudaError,
     ProbeError,
     captured_stderr,
+    finding,
     fit_result,
+    mechanism_of,
     now_iso,
     open_nvml,
     preload_evidence,
@@ -42,6 +44,8 @@ from _cuda import (
     write_result_file,
 )
 
+# The HAMi-core env that says this process is memory-limited (HAMi sets the indexed one, KAI's binder the other).
+HAMI_MEMORY_KEYS = ("CUDA_DEVICE_MEMORY_LIMIT_0", "CUDA_DEVICE_MEMORY_LIMIT")
 ENV_KEYS = (
     "CUDA_DEVICE_MEMORY_LIMIT_0",
     "CUDA_DEVICE_MEMORY_LIMIT",
@@ -306,14 +310,6 @@ def _said(answer: dict[str, Any], mib: int) -> str:
     return f"was refused {mib} MiB ({answer.get('cuda_error') or answer.get('error')})"
 
 
-def _finding(fid: str, tried: str, observed: str, bypassed: bool | None, why: str | None = None) -> dict[str, Any]:
-    """One finding in the shape every probe reports; `why` only when nothing could be tried."""
-    out: dict[str, Any] = {"id": fid, "tried": tried, "observed": observed, "bypassed": bypassed}
-    if bypassed is None:
-        out["why"] = why or "nothing could be tried"
-    return out
-
-
 def _fresh_cache() -> str:
     return os.path.join(tempfile.mkdtemp(prefix="gpushare-"), "fresh.cache")
 
@@ -331,7 +327,7 @@ def fresh_cache_finding(alloc: Allocator, quota_mib: int, runner: ChildRunner, o
              f"while this process holds {held_mib} MiB of a {quota_mib} MiB quota")  # fmt: skip
     held, err = alloc.take(held_mib)
     if held is None:
-        return _finding("fresh-cache-file", tried, f"could not hold {held_mib} MiB here ({err})", None,
+        return finding("fresh-cache-file", tried, f"could not hold {held_mib} MiB here ({err})", None,
                         "this process could not hold its share first")  # fmt: skip
     try:
         control = runner("alloc", child_mib, dict(os.environ))
@@ -345,10 +341,10 @@ def fresh_cache_finding(alloc: Allocator, quota_mib: int, runner: ChildRunner, o
     )
     if control.get("allocated"):
         why = "a child on this process's own cache file was not held to the quota either: nothing shared to bypass"
-        return _finding("fresh-cache-file", tried, observed, None, why)
+        return finding("fresh-cache-file", tried, observed, None, why)
     if fresh.get("allocated"):
         observed += f": together {held_mib + child_mib} MiB, over the {quota_mib} MiB quota"
-    return _finding("fresh-cache-file", tried, observed, bool(fresh.get("allocated")))
+    return finding("fresh-cache-file", tried, observed, bool(fresh.get("allocated")))
 
 
 def own_limit_finding(quota_mib: int, runner: ChildRunner, oom: list[str]) -> dict[str, Any]:
@@ -366,8 +362,8 @@ def own_limit_finding(quota_mib: int, runner: ChildRunner, oom: list[str]) -> di
     )
     if control.get("allocated"):
         why = "a raised limit on this process's own cache file was not refused either: nothing pinned to get around"
-        return _finding("own-limit-fresh-cache", tried, observed, None, why)
-    return _finding("own-limit-fresh-cache", tried, observed, bool(fresh.get("allocated")))
+        return finding("own-limit-fresh-cache", tried, observed, None, why)
+    return finding("own-limit-fresh-cache", tried, observed, bool(fresh.get("allocated")))
 
 
 def context_finding(largest_mib: int, overhead_mib: int | None, quota_mib: int, runner: ChildRunner,
@@ -383,18 +379,18 @@ def context_finding(largest_mib: int, overhead_mib: int | None, quota_mib: int, 
              f"allocating {ask} MiB: it fits the {quota_mib} MiB quota only if that context is uncharged")  # fmt: skip
     if largest_mib >= quota_mib or not overhead_mib:
         why = "the primary context is not charged below the quota here, so there is no charge to escape"
-        return _finding("cuctxcreate-context", tried, f"largest allocation {largest_mib} MiB", None, why)
+        return finding("cuctxcreate-context", tried, f"largest allocation {largest_mib} MiB", None, why)
     control = runner("alloc", ask, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": _fresh_cache()})
     created = runner("ctx-create", ask, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": _fresh_cache()})
     _collect(oom, control, created)
     observed = (f"on its primary context a fresh child {_said(control, ask)}; on a cuCtxCreate context it "
                 f"{_said(created, ask)} (this process's largest allocation: {largest_mib} MiB)")  # fmt: skip
     if not created.get("ok"):
-        return _finding("cuctxcreate-context", tried, observed, None, str(created.get("error")))
+        return finding("cuctxcreate-context", tried, observed, None, str(created.get("error")))
     if control.get("allocated"):
         why = "a fresh child's primary context was not charged either, so this ask cannot single out cuCtxCreate"
-        return _finding("cuctxcreate-context", tried, observed, None, why)
-    return _finding("cuctxcreate-context", tried, observed, bool(created.get("allocated")))
+        return finding("cuctxcreate-context", tried, observed, None, why)
+    return finding("cuctxcreate-context", tried, observed, bool(created.get("allocated")))
 
 
 def mps_pinned_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
@@ -406,8 +402,8 @@ def mps_pinned_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
     raised = runner("alloc", ask, {**os.environ, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": value})
     observed = f"with the Pod's limit the child {_said(control, ask)}; with its own it {_said(raised, ask)}"
     if control.get("allocated"):
-        return _finding("mps-own-pinned-limit", tried, observed, None, "the Pod's own limit did not hold in a child")
-    return _finding("mps-own-pinned-limit", tried, observed, bool(raised.get("allocated")))
+        return finding("mps-own-pinned-limit", tried, observed, None, "the Pod's own limit did not hold in a child")
+    return finding("mps-own-pinned-limit", tried, observed, bool(raised.get("allocated")))
 
 
 def mps_pipe_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
@@ -419,19 +415,8 @@ def mps_pipe_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
     observed = f"the child {_said(answer, ask)}"
     if answer.get("allocated"):
         observed += ": it ran outside MPS, where no pinned limit applies (the card's compute mode lets it)"
-    return _finding("mps-pipe-directory", tried, observed, bool(answer.get("allocated")) if answer.get("ok") else None,
+    return finding("mps-pipe-directory", tried, observed, bool(answer.get("allocated")) if answer.get("ok") else None,
                     answer.get("error"))  # fmt: skip
-
-
-def mechanism_of(env: dict[str, Any], mapped: Sequence[str], given: str = "auto") -> str:
-    """`hami-core`, `mps` or `none`: what limits this process, from its env and the mapped libraries."""
-    if given != "auto":
-        return given
-    if env.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT") or env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"):
-        return "mps"
-    if mapped or env.get("CUDA_DEVICE_MEMORY_LIMIT_0") or env.get("CUDA_DEVICE_MEMORY_LIMIT"):
-        return "hami-core"
-    return "none"
 
 
 def all_findings(alloc: Allocator, result: dict[str, Any], runner: ChildRunner, log: Callable[[str], None]) -> None:
@@ -444,7 +429,7 @@ def all_findings(alloc: Allocator, result: dict[str, Any], runner: ChildRunner, 
     if largest is None or largest > quota:
         why = f"the {quota} MiB quota did not hold in this process itself (largest allocation {largest} MiB)"
         for fid in (*ids, "cuctxcreate-context"):
-            result["findings"].append(_finding(fid, "nothing: there is no limit here to get around", why, None, why))
+            result["findings"].append(finding(fid, "nothing: there is no limit here to get around", why, None, why))
         return
     if result["mechanism"] == "mps":
         tries: list[Callable[[], dict[str, Any]]] = [
@@ -460,9 +445,9 @@ def all_findings(alloc: Allocator, result: dict[str, Any], runner: ChildRunner, 
         ]
     for attempt in tries:
         with captured_stderr(result["hami_oom_lines"]):
-            finding = attempt()
-        result["findings"].append(finding)
-        log(f"finding {finding['id']}: {finding['observed']} (bypassed: {finding['bypassed']})")
+            found = attempt()
+        result["findings"].append(found)
+        log(f"finding {found['id']}: {found['observed']} (bypassed: {found['bypassed']})")
     result["hami_oom_lines"].extend(oom)
 
 
@@ -486,7 +471,8 @@ def measure(
     result["visible_total_mib"], result["visible_free_mib"] = total // MIB, free // MIB
     log(f"{result['gpu_name']} {result['gpu_uuid']}: cuMemGetInfo total {total // MIB} MiB, free {free // MIB} MiB; "
         f"NVML total {result['nvml_total_mib']} MiB")  # fmt: skip
-    result["mechanism"] = mechanism_of(result["env"], result["preload"]["mapped"], args.mechanism)
+    result["mechanism"] = mechanism_of(result["env"], result["preload"]["mapped"], HAMI_MEMORY_KEYS,
+                                       args.mechanism)
     log(f"env {json.dumps(result['env'])}; preload {result['preload']}; mechanism {result['mechanism']}")
     alloc = Allocator(cuda)
     phases = result["phases"]
