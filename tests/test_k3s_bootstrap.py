@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import subprocess
 from pathlib import Path
@@ -58,14 +59,15 @@ def test_k3s_config_holds_label_san_mode_and_node_name():
         "node-name": "hami-lab-rtx6000",
         "node-label": ["gpu=on"],
         "tls-san": ["203.0.113.20"],
-        "write-kubeconfig-mode": "644",
+        "write-kubeconfig-mode": "600",
     }
 
 
 def test_k3s_config_mode_is_a_quoted_string():
-    # Unquoted 644 would be read as the integer 644, which k3s does not take as a file mode.
+    # Unquoted 600 would be read as the integer 600, which k3s does not take as a file mode; 600: root only,
+    # the admin credential is not world-readable on the host.
     text = kb.render_k3s_config("n", {"gpu": "on"}, ["192.0.2.1"])
-    assert 'write-kubeconfig-mode: "644"' in text.splitlines()
+    assert 'write-kubeconfig-mode: "600"' in text.splitlines()
 
 
 def test_config_script_writes_the_rendered_file(tmp_path):
@@ -160,8 +162,26 @@ def test_checks_look_for_the_default_runtime_in_containerd_config():
     assert f"grep -F 'default_runtime_name = \"nvidia\"' {kb.CONTAINERD_CONFIG_PATH}" in script
 
 
-def test_kubeconfig_read_is_the_k3s_file():
-    assert kb.render_kubeconfig_read() == "sudo cat /etc/rancher/k3s/k3s.yaml"
+def _kubeconfig_read_with(tmp_path: Path, cat_body: str) -> subprocess.CompletedProcess[str]:
+    _stub(tmp_path, "cat", cat_body)
+    script = kb.render_kubeconfig_read().replace("$(cat <<", "$(/bin/cat <<")  # the heredoc wrapper keeps real cat
+    return _run(script, tmp_path)
+
+
+def test_kubeconfig_read_prints_the_k3s_file_whole(tmp_path):
+    assert kb.K3S_KUBECONFIG_PATH in kb.render_kubeconfig_read()
+    result = _kubeconfig_read_with(tmp_path, f"printf '%s' {shlex.quote(MOCK_KUBECONFIG)}")
+    assert result.returncode == 0 and result.stdout.strip() == MOCK_KUBECONFIG.strip()
+
+
+@pytest.mark.parametrize("cat_body", [
+    'printf "apiVersion: v1\\nusers:\\n- token: half"; exit 1',  # the read fails after part of the file
+    'printf "apiVersion: v1\\nclusters: []"',  # k3s has not written the whole file yet
+])
+def test_a_failing_kubeconfig_step_prints_nothing_its_error_could_carry(tmp_path, cat_body):
+    # pulumi-command v1.2.1 provider/pkg/provider/remote/commandOutputs.go:101: a failing step's error has its stdout.
+    result = _kubeconfig_read_with(tmp_path, cat_body)
+    assert result.returncode != 0 and result.stdout == ""
 
 
 def test_kubeconfig_server_points_at_the_external_ip():

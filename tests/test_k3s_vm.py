@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -75,34 +77,63 @@ def test_k3s_network_tag_is_a_valid_gce_tag():
 
 def test_k3s_ssh_key_is_ed25519_and_secret(plan_stack):
     plan = plan_stack("k3s")
-    for name in ("k3s-vm-ssh-key", "k3s-vm-host-key"):  # the login key, and the VM's sshd host key
-        key = plan.one(KEY, name)
-        assert key["inputs"]["algorithm"] == "ED25519"
-        assert "privateKeyOpenssh" in key["options"]["additionalSecretOutputs"]
+    key = plan.one(KEY, "k3s-vm-ssh-key")
+    assert key["inputs"]["algorithm"] == "ED25519"
+    assert "privateKeyOpenssh" in key["options"]["additionalSecretOutputs"]
+    # The sshd host key is born on the VM: no private half of it is generated here or sent in metadata.
+    assert [k["name"] for k in plan.find(KEY)] == ["k3s-vm-ssh-key"]
     assert plan.outputs["sshPrivateKey"] == "[secret]"
 
 
-def test_k3s_instance_metadata_carries_the_generated_public_key(plan_stack):
+def test_k3s_instance_metadata_carries_no_private_key_a_pod_could_read(plan_stack):
     metadata = plan_stack("k3s").one(INSTANCE)["inputs"]["metadata"]
     assert metadata["ssh-keys"].startswith("ubuntu:ssh-ed25519 ")
     assert metadata["enable-oslogin"] == "FALSE"
-    assert metadata["user-data"] == "[secret]"  # it carries the host key's private half
+    # guest-agent instance_setup.go publishes host keys only through guest attributes, which must be on.
+    assert metadata["enable-guest-attributes"] == "TRUE"
+    assert "PRIVATE KEY" not in json.dumps(metadata)
+    assert yaml.safe_load(metadata["user-data"]) == {"ssh_deletekeys": False, "ssh_genkeytypes": []}
 
 
-def test_host_key_cloud_config_installs_the_generated_ed25519_key() -> None:
-    import yaml
+def test_cloud_init_leaves_the_host_keys_to_the_guest_agent() -> None:
+    from components.platform.k3s_vm import keys_left_to_the_agent_cloud_config
 
-    from components.platform.k3s_vm import host_key_cloud_config
-
-    text = host_key_cloud_config("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n",
-                                 "ssh-ed25519 AAAA host\n")
+    text = keys_left_to_the_agent_cloud_config()
     assert text.startswith("#cloud-config\n")
-    document = yaml.safe_load(text)
-    assert document["ssh_keys"] == {
-        "ed25519_private": "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n",
-        "ed25519_public": "ssh-ed25519 AAAA host",
-    }
-    assert document["ssh_deletekeys"] is True
+    # cloud-init neither deletes nor generates: the guest agent (Before=ssh.service) is the only writer.
+    assert yaml.safe_load(text) == {"ssh_deletekeys": False, "ssh_genkeytypes": []}
+
+
+def _wait(coroutine: Any) -> Any:
+    """Run a coroutine on its own loop, leaving the one Pulumi's later tests use in place."""
+    return asyncio.new_event_loop().run_until_complete(coroutine)
+
+
+def test_the_host_key_is_read_from_the_guest_attribute_once_the_agent_publishes_it() -> None:
+    from components.platform.k3s_vm import HOST_KEY_ATTRIBUTE, wait_for_published_host_key
+
+    asked: list[dict[str, str]] = []
+
+    async def invoke(props: dict[str, str]) -> dict[str, object]:
+        asked.append(props)
+        if len(asked) < 3:  # the first boot has not reached the agent yet: 404
+            raise RuntimeError("googleapi: Error 404: The resource 'guestAttributes' was not found")
+        return {"variableValue": "AAAAC3NzaC1lZDI1NTE5AAAAIBody"}
+
+    key = _wait(wait_for_published_host_key(invoke, "vm", "us-central1-b", tries=5, interval_s=0))
+    assert key == "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBody"
+    assert asked[-1] == {"name": "vm", "zone": "us-central1-b", "variableKey": HOST_KEY_ATTRIBUTE}
+    assert HOST_KEY_ATTRIBUTE == "hostkeys/ssh-ed25519"
+
+
+def test_a_vm_that_never_publishes_its_host_key_fails_with_the_command_to_check() -> None:
+    from components.platform.k3s_vm import wait_for_published_host_key
+
+    async def invoke(props: dict[str, str]) -> dict[str, object]:
+        return {"variableValue": ""}
+
+    with pytest.raises(RuntimeError, match=r"hostkeys/ssh-ed25519.*gcloud compute instances get-guest-attributes vm"):
+        _wait(wait_for_published_host_key(invoke, "vm", "us-central1-b", tries=2, interval_s=0))
 
 
 def test_k3s_instance_is_a_spot_g4_with_ubuntu_2204(plan_stack):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 import pytest
+import yaml
 
 from components.mocks import MOCK_KUBECONFIG, VM_EXTERNAL_IP, GpushareMocks
 from components.plan import Plan
@@ -116,6 +117,45 @@ def test_a_changed_vm_address_replaces_no_kubernetes_resource(fresh_plan: Callab
     assert objects(before) == objects(after)
 
 
+def _replaced_vm(instance_id: str) -> GpushareMocks:
+    def override(args: Any, state: dict[str, Any]) -> dict[str, Any] | None:
+        return {**state, "instanceId": instance_id} if args.typ == "gcp:compute/instance:Instance" else None
+
+    return GpushareMocks(override=override)
+
+
+def test_changing_vm_spot_replaces_the_vm_delete_first_then_every_step_and_every_object_in_order(
+        fresh_plan: Callable[..., Plan]) -> None:
+    before = fresh_plan("k3s", ["gpushare:vm.spot=true"], mocks=_replaced_vm("1111111111111111111"))
+    # A replaced VM is a new instance with a new id (what GCE gives the instance the engine creates).
+    after = fresh_plan("k3s", ["gpushare:vm.spot=false"], mocks=_replaced_vm("2222222222222222222"))
+    vm = [p.one("gcp:compute/instance:Instance", "k3s-vm-instance") for p in (before, after)]
+    # provisioning_model is ForceNew (terraform-provider-google resource_compute_instance.go:1138): a replacement,
+    # delete first, or the new VM cannot take the reserved address the old one holds (pulumi/pulumi#4128).
+    assert [v["inputs"]["scheduling"]["provisioningModel"] for v in vm] == ["SPOT", "STANDARD"]
+    assert vm[1]["options"]["deleteBeforeReplace"] is True
+    assert after.one("gcp:compute/address:Address", "k3s-vm-address")["options"]["deleteBeforeReplace"] is True
+    assert vm[1]["inputs"]["allowStoppingForUpdate"] is True
+
+    steps = [f"k3s-{step}" for step in ("driver", "toolkit", "config", "k3s", "checks", "kubeconfig")]
+    for name in steps:
+        old, new = (p.one("command:remote:Command", name) for p in (before, after))
+        # triggers are replaceOnChanges (pulumi-command provider/pkg/provider/common/inputs.go:10): each step reruns.
+        assert new["options"]["replaceOnChanges"] == ["triggers[*]"], name
+        assert (old["inputs"]["triggers"], new["inputs"]["triggers"]) == (
+            ["k3s-vm:1111111111111111111"], ["k3s-vm:2222222222222222222"]), name
+    identity = [p.one(K8S_PROVIDER, "k3s-provider")["inputs"]["clusterIdentifier"] for p in (before, after)]
+    # A new clusterIdentifier replaces the provider, and with it every object on it (provider.go, DiffConfig).
+    assert identity == ["k3s-vm:1111111111111111111", "k3s-vm:2222222222222222222"]
+    objects = [r for r in after.resources if r["type"].startswith("kubernetes:")]
+    assert len(objects) > 10 and {r["options"]["provider"] for r in objects} == {"k3s-provider"}
+
+    order = [r["name"] for r in after.resources]
+    sequence = ["k3s-vm-address", "k3s-vm-instance", *steps, "k3s-provider"]
+    assert [order.index(n) for n in sequence] == sorted(order.index(n) for n in sequence)
+    assert all(order.index(r["name"]) > order.index("k3s-provider") for r in objects)
+
+
 def test_the_vm_keeps_a_reserved_address_across_stops(plan_stack: Callable[..., Plan]) -> None:
     plan = plan_stack("k3s")
     address = plan.one("gcp:compute/address:Address", "k3s-vm-address")
@@ -182,19 +222,28 @@ def test_the_kubeconfig_step_is_the_one_that_prints_a_credential(fresh_plan: Cal
     assert printing == ["k3s-kubeconfig"]
 
 
-def test_bootstrap_checks_the_host_key_the_vm_was_born_with(fresh_plan: Callable[..., Plan]) -> None:
+def test_bootstrap_checks_the_host_key_the_vm_published_and_no_private_key_is_in_metadata(
+        fresh_plan: Callable[..., Plan]) -> None:
     seen: dict[str, Any] = {}
+    asked: list[dict[str, Any]] = []
 
     def record(args: Any, state: dict[str, Any]) -> None:
         if args.typ == "command:remote:Command":
             seen[args.name] = revealed(args.inputs["connection"]).get("hostKey")
         if args.typ == "gcp:compute/instance:Instance":
-            seen["user-data"] = revealed(revealed(args.inputs["metadata"])["user-data"])
+            seen["metadata"] = revealed(args.inputs["metadata"])
 
-    fresh_plan("k3s", mocks=GpushareMocks(override=record))
+    class Recording(GpushareMocks):
+        def call(self, args: Any) -> Any:
+            asked.append(dict(args.args))
+            return super().call(args)
+
+    fresh_plan("k3s", mocks=Recording(override=record))
     public = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockMockMockMockMockMockMockMockMockMock"
     assert {seen[f"k3s-{step}"] for step in ("driver", "toolkit", "config", "k3s", "checks", "kubeconfig")} == {public}
-    assert seen["user-data"].startswith("#cloud-config\n") and f"ed25519_public: {public}" in seen["user-data"]
+    # Read from the guest attribute the agent writes on first boot (guest-agent instance_setup.go, generateSSHKeys).
+    assert [a["variableKey"] for a in asked if "variableKey" in a] == ["hostkeys/ssh-ed25519"]
+    assert "PRIVATE KEY" not in json.dumps(seen["metadata"])
 
 
 def test_an_existing_hosts_bootstrap_checks_the_host_key_it_was_given(fresh_plan: Callable[..., Plan]) -> None:
@@ -225,6 +274,36 @@ def test_gke_master_version_is_resolved_once_and_the_pool_follows_auto_upgrade(p
     assert plan.one("gcp:container/cluster:Cluster", "gke-cluster")["options"]["ignoreChanges"] == ["minMasterVersion"]
     pool = plan.one("gcp:container/nodePool:NodePool", "gke-gpu-pool")
     assert "version" not in pool["inputs"] and pool["options"]["ignoreChanges"] == ["version"]
+
+
+def test_fixed_name_gke_cluster_and_pool_are_replaced_delete_first(plan_stack: Callable[..., Plan]) -> None:
+    plan = plan_stack("gke")
+    # name is ForceNew on both (terraform-provider-google resource_container_cluster.go:293,
+    # resource_container_node_pool.go:510): created first, the replacement would meet 409 already exists.
+    for type_, name, fixed in (("gcp:container/cluster:Cluster", "gke-cluster", "kai-hami-test"),
+                               ("gcp:container/nodePool:NodePool", "gke-gpu-pool", "gpu-pool")):
+        resource = plan.one(type_, name)
+        assert resource["inputs"]["name"] == fixed and resource["options"]["deleteBeforeReplace"] is True
+
+
+def test_a_zone_that_stopped_offering_the_version_prefix_does_not_fail_the_update(
+        plan_stack: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch) -> None:
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    cluster = plan_stack("gke", "gpushare:gke.kubernetesVersion=1.33.").one("gcp:container/cluster:Cluster")
+    # GKE's alias picks the newest 1.33 at creation; an existing cluster ignores it (ignoreChanges).
+    assert cluster["inputs"]["minMasterVersion"] == "1.33"
+    assert cluster["options"]["ignoreChanges"] == ["minMasterVersion"]
+    assert any("gpushare:gke.kubernetesVersion" in w and "1.33" in w for w in warnings)
+
+
+def test_pulumi_yaml_requires_a_cli_that_enforces_the_floor_and_acts_on_replacement_trigger() -> None:
+    from components.plan import ROOT
+
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    # pulumi/pulumi sdk/go/common/workspace/project.go:369 (since v3.219.0, #21627); replacementTrigger needs
+    # v3.208.0; a CLI older than v3.219.0 ignores the key (project.json allows unknown keys).
+    assert project["requiredPulumiVersion"] == ">=3.219.0"
 
 
 # --- small ones ------------------------------------------------------------------------------------------------

@@ -32,10 +32,20 @@ def platform(cfg: StackConfig) -> ClusterFacts:
 
 
 def gke_version(zone: str, version: str) -> str:
-    """A prefix (`1.35.`) resolved to the newest version the zone offers, before anything is registered."""
+    """A prefix (`1.35.`) resolved to the newest version the zone offers, before anything is registered.
+
+    Once the zone stops offering the prefix, GKE's own alias (`1.35`, the newest 1.35 at creation) stands in:
+    an existing cluster ignores the value (ignoreChanges minMasterVersion), so the lookup must not fail its `up`.
+    """
     if not gke.is_version_prefix(version):
         return version
     offered = gcp.container.get_engine_versions(location=zone, version_prefix=version)
+    if not any(v.startswith(version) for v in offered.valid_master_versions):
+        alias = version.rstrip(".")
+        pulumi.log.warn(f"gpushare:gke.kubernetesVersion: no {version}x is offered in {zone} any more; a new cluster "
+                        f"asks GKE for {alias!r}, an existing one keeps its version (set a version the zone offers: "
+                        "`gcloud container get-server-config --zone ZONE`)")
+        return alias
     return gke.newest_version(offered.valid_master_versions, version, "gpushare:gke.kubernetesVersion")
 
 

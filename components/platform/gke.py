@@ -117,10 +117,18 @@ class GkeCluster(pulumi.ComponentResource):
             initial_node_count=1,
             # Off, or `pulumi destroy` fails with "cannot destroy cluster because deletion_protection is true".
             deletion_protection=False,
-            node_config=gcp.container.ClusterNodeConfigArgs(image_type=IMAGE_TYPE),
-            # A version prefix is resolved once, at creation: a later `up` that finds a newer patch must not
-            # upgrade the master (and roll the GPU nodes under a running proof). GKE's own upgrades stay.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["minMasterVersion"]),
+            # No node_config: it shapes only the default pool removed above, and is Optional+Computed+ForceNew
+            # (terraform-provider-google v7.45.0 google/services/container/node_config.go:279-284), so any value
+            # read back from the API (resource_container_cluster.go:3667) could only ever force a replacement.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # A version prefix is resolved once, at creation: a later `up` that finds a newer patch must not
+                # upgrade the master (and roll the GPU nodes under a running proof). GKE's own upgrades stay.
+                ignore_changes=["minMasterVersion"],
+                # The name is fixed and ForceNew (resource_container_cluster.go:293-296): a replacement created
+                # first would fail with 409 already exists (pulumi/pulumi#4128).
+                delete_before_replace=True,
+            ),
         )
 
         labels = dict(args.node_labels)
@@ -160,7 +168,9 @@ class GkeCluster(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["version"], deleted_with=self.cluster),
+            # The pool's name is fixed and ForceNew (resource_container_node_pool.go:510): delete first, as above.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["version"], deleted_with=self.cluster,
+                                        delete_before_replace=True),
         )
 
         self.version = self.cluster.master_version

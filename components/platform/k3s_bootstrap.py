@@ -99,7 +99,8 @@ def render_k3s_config(node_name: str, node_label: Mapping[str, str], tls_san: Se
         f"node-name: {node_name}\n"
         f"node-label: [{labels}]\n"
         f"tls-san: [{sans}]\n"
-        'write-kubeconfig-mode: "644"\n'
+        # Root only: the admin credential is read with sudo, never by another user on the host.
+        'write-kubeconfig-mode: "600"\n'
     )
 
 
@@ -156,8 +157,20 @@ fi
 
 
 def render_kubeconfig_read() -> str:
-    """Step 6: the kubeconfig k3s wrote (its server is 127.0.0.1 until rewritten)."""
-    return f"sudo cat {K3S_KUBECONFIG_PATH}"
+    """Step 6: the kubeconfig k3s wrote (its server is 127.0.0.1 until rewritten), printed only once whole.
+
+    A failing step's error carries its stdout (pulumi-command v1.2.1
+    provider/pkg/provider/remote/commandOutputs.go:101), so nothing is printed until the file is read and checked:
+    a step that fails prints no credential.
+    """
+    return _as_root(f"""
+kubeconfig="$(cat {K3S_KUBECONFIG_PATH})"
+case "$kubeconfig" in
+  *current-context:*) ;;
+  *) echo '{K3S_KUBECONFIG_PATH} is not a whole kubeconfig yet' >&2; exit 1;;
+esac
+printf '%s\\n' "$kubeconfig"
+""")
 
 
 def render_uninstall_script() -> str:
@@ -202,7 +215,7 @@ class K3sBootstrapArgs:
     """The host's sshd public key (OpenSSH); None trusts whatever key the address offers (a host we did not make)."""
     cluster_identifier: pulumi.Input[str] | None = None
     """What makes this cluster this cluster (the VM's instance id, the host's address): the Kubernetes provider,
-    and every object on it, is replaced only when it changes."""
+    and every object on it, is replaced only when it changes; so is every bootstrap step (its `triggers`)."""
 
 
 class K3sBootstrap(pulumi.ComponentResource):
@@ -246,6 +259,9 @@ class K3sBootstrap(pulumi.ComponentResource):
                 create=scripts[step],
                 delete=render_uninstall_script() if step == "k3s" and args.uninstall_on_delete else None,
                 logging=step_logging(step),
+                # A new host (a replaced VM) runs every step again, whatever the CLI does with deletedWith:
+                # triggers replace on change (pulumi-command v1.2.1 provider/pkg/provider/common/inputs.go:10).
+                triggers=[args.cluster_identifier] if args.cluster_identifier is not None else None,
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     depends_on=list(previous),

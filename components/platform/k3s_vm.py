@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -38,16 +39,61 @@ def region_of(zone: str) -> str:
     return region
 
 
-def host_key_cloud_config(private_key_openssh: str, public_key_openssh: str) -> str:
-    """cloud-init user-data that installs a host key we generated, so the bootstrap can verify the VM it dials.
+HOST_KEY_ATTRIBUTE = "hostkeys/ssh-ed25519"
+"""Where the GCE guest agent publishes the ed25519 host key it generated on first boot (guest-agent
+google_guest_agent/instance_setup.go, generateSSHKeys: WriteGuestAttributes("hostkeys/"+type, key))."""
+GUEST_ATTRIBUTES_INVOKE = "gcp:compute/getInstanceGuestAttributes:getInstanceGuestAttributes"
+HOST_KEY_TRIES = 60
+HOST_KEY_INTERVAL_S = 5.0
 
-    cloud-init's `ssh_keys` writes it before sshd first starts; the other key types are still generated.
+
+def keys_left_to_the_agent_cloud_config() -> str:
+    """cloud-init user-data that leaves the sshd host keys to the guest agent alone, so only one writer races sshd.
+
+    The agent regenerates every host key on first boot (`set_host_keys`, on by default) before sshd starts
+    (guest-agent google-guest-agent.service: Before=sshd.service ssh.service) and publishes the public halves;
+    cloud-init regenerating them too is the race of NixOS/nixops#859. No private key travels in metadata.
     """
-    document = {
-        "ssh_deletekeys": True,
-        "ssh_keys": {"ed25519_private": private_key_openssh, "ed25519_public": public_key_openssh.strip()},
-    }
+    document = {"ssh_deletekeys": False, "ssh_genkeytypes": []}
     return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=True)
+
+
+def host_key_line(published: str) -> str:
+    """The guest attribute's value (the key's base64 body) as the OpenSSH public key the SSH dial compares."""
+    body = published.strip()
+    if not body or " " in body:
+        raise ValueError(f"guest attribute {HOST_KEY_ATTRIBUTE} is not an ed25519 key body: {published!r}")
+    return f"ssh-ed25519 {body}"
+
+
+Invoke = Callable[[dict[str, str]], Awaitable[dict[str, object]]]
+
+
+async def wait_for_published_host_key(
+    invoke: Invoke, name: str, zone: str, tries: int = HOST_KEY_TRIES, interval_s: float = HOST_KEY_INTERVAL_S
+) -> str:
+    """The VM's ed25519 host key once the guest agent has published it (a fresh VM takes a boot to do so)."""
+    last = "no answer"
+    for attempt in range(tries):
+        try:
+            answer = await invoke({"name": name, "zone": zone, "variableKey": HOST_KEY_ATTRIBUTE})
+            value = str(answer.get("variableValue") or "")
+            if value:
+                return host_key_line(value)
+            last = "empty"
+        except Exception as err:  # 404 until the agent writes it; any other error is shown if it lasts
+            last = str(err).splitlines()[0] if str(err) else type(err).__name__
+        if attempt + 1 < tries:
+            await asyncio.sleep(interval_s)
+    raise RuntimeError(
+        f"VM {name} published no sshd host key in guest attribute {HOST_KEY_ATTRIBUTE} within "
+        f"{int(tries * interval_s)}s (last: {last}); check the guest agent with `gcloud compute instances "
+        f"get-guest-attributes {name} --zone {zone} --query-path=hostkeys/`, then run `pulumi up` again"
+    )
+
+
+async def _invoke_guest_attributes(props: dict[str, str]) -> dict[str, object]:
+    return await pulumi.runtime.invoke_async(GUEST_ATTRIBUTES_INVOKE, props)
 
 
 @dataclass(frozen=True)
@@ -75,7 +121,8 @@ class GpuVm(pulumi.ComponentResource):
     external_ip: pulumi.Output[str]
     private_key: pulumi.Output[str]
     host_key: pulumi.Output[str]
-    """The sshd host key's public half (OpenSSH), which the bootstrap's SSH connection must be offered."""
+    """The sshd host key's public half (OpenSSH) as the VM published it, which the bootstrap's SSH connection must
+    be offered; unknown in a preview of a VM not yet created."""
     ssh_user: str
     instance: gcp.compute.Instance
     firewall: gcp.compute.Firewall
@@ -85,8 +132,6 @@ class GpuVm(pulumi.ComponentResource):
         super().__init__("gpushare:platform:GpuVm", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         key = tls.PrivateKey(f"{name}-ssh-key", algorithm="ED25519", opts=child)
-        # The VM's sshd host key, ours from birth: without it the bootstrap would trust whatever answers the address.
-        host = tls.PrivateKey(f"{name}-host-key", algorithm="ED25519", opts=child)
         # Reserved, so a Spot VM stopped and started again keeps its address, and with it the TLS SAN, the
         # kubeconfig's server and the firewall's meaning: an ephemeral one may change on every start.
         self.address = gcp.compute.Address(
@@ -94,7 +139,8 @@ class GpuVm(pulumi.ComponentResource):
             region=region_of(args.zone),
             address_type="EXTERNAL",
             description="the k3s GPU VM's external address, kept across stops",
-            opts=child,
+            # Fixed by region and type (ForceNew): a new one must not wait on the old while the VM holds it.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         self.firewall = gcp.compute.Firewall(
             f"{name}-firewall",
@@ -147,19 +193,29 @@ class GpuVm(pulumi.ComponentResource):
             scheduling=scheduling,
             metadata={
                 "ssh-keys": public_key.apply(lambda k: f"{args.ssh_user}:{k}"),
-                # Secret in the state; in the project's instance metadata like any startup configuration.
-                "user-data": pulumi.Output.secret(
-                    pulumi.Output.all(host.private_key_openssh, host.public_key_openssh).apply(
-                        lambda keys: host_key_cloud_config(keys[0], keys[1])
-                    )
-                ),
+                # No key material: metadata is readable from every Pod that reaches 169.254.169.254.
+                "user-data": keys_left_to_the_agent_cloud_config(),
+                # The agent publishes its host keys only where guest attributes are on (read back below).
+                "enable-guest-attributes": "TRUE",
                 # Project-wide OS Login would ignore the ssh-keys above and refuse the bootstrap's key.
                 "enable-oslogin": "FALSE",
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.firewall]),
+            # A machine type change within a series stops the VM first instead of failing
+            # (terraform-provider-google v7.45.0 google/services/compute/resource_compute_instance.go:3513).
+            allow_stopping_for_update=True,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.firewall],
+                # spot, image and disk type are ForceNew (resource_compute_instance.go:1115, 1138, 391, 400); the
+                # new VM takes the reserved address only once the old one let it go (pulumi/pulumi#4128).
+                delete_before_replace=True,
+            ),
         )
         self.external_ip = self.address.address
         self.private_key = pulumi.Output.secret(key.private_key_openssh)
-        self.host_key = host.public_key_openssh.apply(lambda k: k.strip())
+        # Read after every (re)creation: the instance id in the key makes a replaced VM's key a new read.
+        self.host_key = pulumi.Output.all(self.instance.name, self.instance.zone, self.instance.instance_id).apply(
+            lambda parts: wait_for_published_host_key(_invoke_guest_attributes, parts[0], parts[1])
+        )
         self.ssh_user = args.ssh_user
         self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})
