@@ -85,11 +85,25 @@ def test_no_kubernetes_provider_drops_unreachable_resources_from_the_state(
     ("gke", (), "gke:gke-cluster-id"),
     ("k3s", (), "k3s-vm:1234567890123456789"),
     ("k3s", EXISTING_HOST, "k3s-host:192.0.2.50"),
+    ("cluster", (), "existing:onprem"),  # the context's cluster in examples/kubeconfig.placeholder.yaml
 ])
 def test_kubernetes_provider_of_an_owned_cluster_names_its_identity(
         plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...], identity: str) -> None:
     (provider,) = plan_stack(stack, *overrides).find(K8S_PROVIDER)
     assert provider["inputs"]["clusterIdentifier"] == identity
+
+
+def test_a_rotated_ca_or_a_load_balancer_in_front_keeps_the_existing_clusters_identity() -> None:
+    from components.compose.kubeconfig import cluster_identity
+
+    def kubeconfig(server: str, ca: str) -> str:
+        return yaml.safe_dump({"current-context": "admin@prod", "contexts": [
+            {"name": "admin@prod", "context": {"cluster": "prod", "user": "admin"}}], "clusters": [
+            {"name": "prod", "cluster": {"server": server, "certificate-authority-data": ca}}]})
+
+    assert cluster_identity(kubeconfig("https://10.0.0.1:6443", "Q0Ex"), None) == "existing:prod"
+    assert cluster_identity(kubeconfig("https://lb.example:443", "Q0Ey"), None) == "existing:prod"
+    assert cluster_identity(kubeconfig("https://10.0.0.1:6443", "Q0Ex"), "admin@prod") == "existing:prod"
 
 
 def _with_address(address: str) -> GpushareMocks:

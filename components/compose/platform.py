@@ -8,7 +8,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components import pricing
-from components.compose.kubeconfig import check_kubeconfig, read_kubeconfig
+from components.compose.kubeconfig import check_kubeconfig, cluster_identity, read_kubeconfig
 from components.config import GKE_NATIVE, ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
 from components.contracts.cluster import ClusterFacts, GpuFacts
 from components.gke_sharing import API_STRATEGY
@@ -212,6 +212,7 @@ def existing_platform(cfg: ExistingStack) -> ClusterFacts:
             context=section.context,
             gpu_nodes=list(section.gpu_nodes),
             node_labels=dict(cfg.hami.node_label),
+            cluster_identifier=cluster_identity(text, section.context),
         ),
     )
     return ClusterFacts(

@@ -23,6 +23,9 @@ class ExistingClusterArgs:
     """Names of the nodes that carry GPUs."""
     node_labels: Mapping[str, str] = field(default_factory=dict)
     """Labels the sharing system selects GPU nodes by; empty sets none."""
+    cluster_identifier: str | None = None
+    """Which cluster this is, whatever its kubeconfig's server or CA: the provider, and every object, is replaced
+    only when it changes."""
 
 
 class ExistingCluster(pulumi.ComponentResource):
@@ -39,6 +42,9 @@ class ExistingCluster(pulumi.ComponentResource):
             context=args.context,
             # NodePatch needs server-side apply; the default, stated so nobody turns it off.
             enable_server_side_apply=True,
+            # Without it a rotated CA or a new server address replaces every object (pulumi-kubernetes
+            # provider/pkg/provider/provider.go, DiffConfig compares the active cluster unless this is set).
+            cluster_identifier=args.cluster_identifier,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.labels = NodeLabels(
