@@ -120,6 +120,45 @@ def test_a_failed_gate_fails_the_update_at_its_deadline_and_is_replaced_next_tim
     assert spec["template"]["spec"]["containers"][0]["terminationMessagePolicy"] == "FallbackToLogsOnError"
 
 
-def test_no_gate_without_a_gpu_operator(plan_stack) -> None:
+def test_no_toolkit_gate_without_a_gpu_operator(plan_stack) -> None:
     plan = plan_stack("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null")
-    assert not plan.find("gpushare:gpu:ReadyGate")
+    assert [g["name"] for g in plan.find("gpushare:gpu:ReadyGate")] == ["hami-server-version"]
+
+
+@pytest.mark.parametrize(("stack", "git_version", "key"), [
+    ("cluster", "v1.35.6", "gpushare:cluster.kubernetesVersion"),
+    ("k3s", "v1.36.2+k3s1", "gpushare:k3s.version"),
+])
+def test_hami_waits_for_a_live_server_of_the_version_images_names(plan_stack, stack, git_version, key) -> None:
+    plan = plan_stack(stack)
+    job = plan.one("kubernetes:batch/v1:Job", "hami-server-version-job")
+    env = {e["name"]: e["value"] for e in job["inputs"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["GATE_PATH"] == "/version" and env["GATE_READY"] == f"gitVersion={git_version}"
+    assert key in env["GATE_HINT"]
+    role = plan.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "hami-server-version-reader")
+    assert role["inputs"]["rules"] == [{"nonResourceURLs": ["/version"], "verbs": ["get"]}]
+    assert "hami-server-version-job" in plan.one("kubernetes:helm.sh/v3:Release", "hami-release")["dependsOn"]
+    # The chart's kube-scheduler tag is the server's release; `images` lists the same tag.
+    assert any(i.endswith(f"/kube-scheduler:{git_version.split('+')[0]}") for i in plan.outputs["images"])
+
+
+def test_a_pinned_scheduler_tag_needs_no_server_version_gate(plan_stack) -> None:
+    plan = plan_stack("cluster", "gpushare:hami.schedulerImageTag=v1.35.6")
+    assert not plan.find("gpushare:gpu:ReadyGate", "hami-server-version")
+
+
+def test_the_version_gate_fails_naming_the_key_on_another_server(tmp_path, monkeypatch, capsys) -> None:
+    from components.incluster import ready_gate_pod
+
+    class Server:
+        def __init__(self, *a, **k) -> None: ...
+        def json(self, path: str) -> dict[str, str]:
+            return {"gitVersion": "v1.35.2", "platform": "linux/amd64"}
+
+    monkeypatch.setattr(ready_gate_pod.kube, "ApiClient", Server)
+    for name, value in {"GATE_PATH": "/version", "GATE_READY": "gitVersion=v1.35.6", "GATE_TIMEOUT": "0",
+                        "GATE_HINT": "set gpushare:cluster.kubernetesVersion"}.items():
+        monkeypatch.setenv(name, value)
+    assert ready_gate_pod.main() == 1
+    line = capsys.readouterr().err.strip()
+    assert '"gitVersion": "v1.35.2"' in line and line.endswith("set gpushare:cluster.kubernetesVersion")

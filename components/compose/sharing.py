@@ -127,6 +127,9 @@ def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: Too
         # Unpinned, the chart takes the tag from the server; config's version names it in `images`.
         scheduler_image_tag=hami.scheduler_image_tag,
         server_version=kubernetes_release(cfg.server_version),
+        server_git_version=cfg.server_version,
+        server_version_key=f"gpushare:{cfg.server_version_key}",
+        gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
         device_split_count=hami.device_split_count,
         node_label=dict(hami.node_label),
         runtime_class_name=runtime_class_for(toolkit.cdi_enabled, hami.runtime_class_name),

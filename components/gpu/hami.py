@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 from components.chart_images import Path, put
 from components.contracts.proof import CheckId, PodTry, SharingProof, SliceRequest
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
+from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
 from components.images import Mirrors
 from components.incluster.expectation import NodeRegistration
 
@@ -78,6 +79,13 @@ class HamiArgs:
     timeout_seconds: int = 300
     ready: Sequence[pulumi.Resource] = ()
     """What the release waits for (the platform, the toolkit, the node labels)."""
+    server_git_version: str | None = None
+    """The server's full version as config states it (`v1.36.2+k3s1`): a gate checks the live server's `/version`
+    says so before the chart is installed, so `images` (and a mirror filled from it) hold the tag the chart uses."""
+    server_version_key: str = "gpushare:cluster.kubernetesVersion"
+    """The config key that states it, named when the gate fails."""
+    gate_image: str = "python:3.12-slim-bookworm"
+    gate_timeout_seconds: int = 60
 
 
 def hami_values(args: HamiArgs) -> dict[str, Any]:
@@ -99,6 +107,25 @@ def hami_values(args: HamiArgs) -> dict[str, Any]:
     return values
 
 
+def server_version_gate(args: HamiArgs) -> ReadyGateArgs:
+    """A Job that reads `/version` and passes only if its gitVersion is the one config states."""
+    wanted = args.server_git_version or ""
+    return ReadyGateArgs(
+        namespace="default",  # HAMi's own namespace may not exist yet: the gate runs before the chart
+        api_group="",
+        version="",
+        plural="",
+        object_name="version",
+        non_resource_path="/version",
+        ready_rule=f"gitVersion={wanted}",
+        image=args.gate_image,
+        timeout_seconds=args.gate_timeout_seconds,
+        after=args.ready,
+        hint=f"the server is not {wanted}: set {args.server_version_key} to its gitVersion (kubectl version), "
+             "or pin gpushare:hami.schedulerImageTag",
+    )
+
+
 def hami_release(args: HamiArgs) -> ChartRelease:
     return ChartRelease(CHART, CHART, args.version, args.namespace, hami_values(args), repo=REPO,
                         timeout_seconds=args.timeout_seconds, source=args.chart_source, mirrors=args.mirrors,
@@ -114,8 +141,16 @@ class Hami(pulumi.ComponentResource):
     def __init__(self, name: str, args: HamiArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:Hami", name, None, opts)
         spec = hami_release(args)
-        self.release = install_chart(self, name, spec, after=args.ready)
-        self.images = release_images(spec)
+        after: list[pulumi.Resource] = list(args.ready)
+        extra_images: set[str] = set()
+        if args.scheduler_image_tag is None and args.server_git_version is not None:
+            # Unpinned, the chart takes the kube-scheduler tag from the live server (`resolvedKubeSchedulerTag`),
+            # `images` from config: the gate fails, naming the key, where the two disagree.
+            gate = ReadyGate(f"{name}-server-version", server_version_gate(args), pulumi.ResourceOptions(parent=self))
+            after.append(gate.job)
+            extra_images.add(args.gate_image)
+        self.release = install_chart(self, name, spec, after=after)
+        self.images = sorted({*release_images(spec), *extra_images})
         self.register_outputs({"version": args.version, "schedulerImageTag": args.scheduler_image_tag,
                                "status": self.release.status})
 

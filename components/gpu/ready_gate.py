@@ -43,6 +43,22 @@ class ReadyGateArgs:
     """Any image with python3."""
     timeout_seconds: int = 600
     after: Sequence[pulumi.Resource] = ()
+    non_resource_path: str | None = None
+    """An API path that is no object (`/version`): read instead of the object above, allowed by nonResourceURLs."""
+    hint: str | None = None
+    """What to do when the gate fails (the config key to set), appended to its last line."""
+
+
+def gate_path(args: ReadyGateArgs) -> str:
+    return args.non_resource_path or f"/apis/{args.api_group}/{args.version}/{args.plural}/{args.object_name}"
+
+
+def gate_rules(args: ReadyGateArgs) -> list[dict[str, Any]]:
+    """`get` on exactly the one object, or the one non-resource path."""
+    if args.non_resource_path is not None:
+        return [{"nonResourceURLs": [args.non_resource_path], "verbs": ["get"]}]
+    return [{"apiGroups": [args.api_group], "resources": [args.plural], "resourceNames": [args.object_name],
+             "verbs": ["get"]}]
 
 
 def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> dict[str, Any]:
@@ -60,7 +76,8 @@ def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> d
                     "image": args.image,
                     "command": ["python3", SCRIPT],
                     "env": [{"name": "GATE_PATH", "value": path}, {"name": "GATE_READY", "value": args.ready_rule},
-                            {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)}],
+                            {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)},
+                            *([{"name": "GATE_HINT", "value": args.hint}] if args.hint else [])],
                     "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
                     # The gate's last line ("not ready in time: … last seen: …") becomes the message the
                     # provider's Job error carries.
@@ -86,8 +103,7 @@ class ReadyGate(pulumi.ComponentResource):
             account_name=name,
             namespace=args.namespace,
             role_name=f"gpushare-{name}",
-            rules=[{"apiGroups": [args.api_group], "resources": [args.plural],
-                    "resourceNames": [args.object_name], "verbs": ["get"]}],
+            rules=gate_rules(args),
             after=args.after,
         )
         files = k8s.core.v1.ConfigMap(
@@ -96,7 +112,7 @@ class ReadyGate(pulumi.ComponentResource):
             data=incluster.files(),
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
-        path = f"/apis/{args.api_group}/{args.version}/{args.plural}/{args.object_name}"
+        path = gate_path(args)
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata={

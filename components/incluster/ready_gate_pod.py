@@ -50,11 +50,12 @@ def main() -> int:
             if is_ready(obj, rule):
                 print(f"ready: {path} ({rule})", flush=True)
                 return 0
-            last = json.dumps(obj.get("status"))[:500]
+            last = json.dumps(obj.get("status", obj))[:500]  # /version has no status: the whole answer
         except Exception as err:
             last = f"{type(err).__name__}: {err}"
         if time.monotonic() >= deadline:
-            print(f"not ready in time: {path} ({rule}); last seen: {last}", file=sys.stderr, flush=True)
+            hint = f"; {os.environ['GATE_HINT']}" if os.environ.get("GATE_HINT") else ""
+            print(f"not ready in time: {path} ({rule}); last seen: {last}{hint}", file=sys.stderr, flush=True)
             return 1
         time.sleep(float(os.environ.get("GATE_INTERVAL", "5")))
 
