@@ -232,3 +232,22 @@ def covers_whole_internet(ranges: Iterable[str]) -> bool:
         if everything in collapsed:
             return True
     return False
+
+
+DOCUMENTATION_RANGES = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",
+                                                               "2001:db8::/32"))
+"""RFC 5737 / RFC 3849 ranges: reserved for examples, never anyone's real address."""
+OWN_ADDRESS_HINT = "find yours with `curl -s https://ifconfig.me` (or `gcloud compute instances list` for a VM)"
+
+
+def documentation_only(values: Sequence[str]) -> list[str]:
+    """The values (addresses or CIDR ranges) that lie wholly inside a documentation range."""
+    found = []
+    for value in values:
+        try:
+            network = ipaddress.ip_network(value.strip(), strict=False)
+        except ValueError:
+            continue
+        if any(network.version == doc.version and network.subnet_of(doc) for doc in DOCUMENTATION_RANGES):  # type: ignore[arg-type]
+            found.append(value)
+    return found

@@ -320,6 +320,39 @@ def test_pulumi_yaml_requires_a_cli_that_enforces_the_floor_and_acts_on_replacem
     assert project["requiredPulumiVersion"] == ">=3.219.0"
 
 
+def test_a_real_preview_shows_the_verdict_as_unknown_and_the_offline_plan_shows_it_planned(
+        fresh_plan: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch) -> None:
+    from components.verify import collect
+
+    offline = fresh_plan("k3s")
+    assert offline.outputs["verification"]["passed"] is None and offline.outputs["verification"]["checks"]
+    monkeypatch.setattr(collect, "is_offline_plan", lambda: False)  # what a `pulumi preview` on the engine sees
+    real = fresh_plan("k3s")
+    assert (real.outputs["verification"], real.outputs["report"]) == ("[unknown]", "[unknown]")
+
+
+def test_up_refuses_a_documentation_address_that_a_preview_shows_marked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from components.plan import run
+
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    run("k3s", ["gpushare:vm.allowedSourceRanges=[198.51.100.7/32]"])  # the shipped placeholder: previewed
+    assert any(w.startswith("gpushare:vm.allowedSourceRanges: 198.51.100.7/32") and "`pulumi up` refuses" in w
+               for w in warnings)
+    for overrides, key in ((["gpushare:vm.allowedSourceRanges=[203.0.113.0/28]"], "gpushare:vm.allowedSourceRanges"),
+                           ([*EXISTING_HOST], "gpushare:host.address")):
+        with pytest.raises(Exception, match=rf"{key}.*documentation address.*ifconfig\.me"):
+            run("k3s", overrides, preview=False)
+
+
+def test_a_real_address_is_not_taken_for_a_documentation_one() -> None:
+    from components.validate import documentation_only
+
+    assert documentation_only(["34.1.2.3/32", "198.51.101.0/24", "192.0.2.0/23", "2001:db8::1"]) == ["2001:db8::1"]
+    assert documentation_only(["192.0.2.50", "203.0.113.7/32"]) == ["192.0.2.50", "203.0.113.7/32"]
+
+
 # --- small ones ------------------------------------------------------------------------------------------------
 
 

@@ -7,15 +7,29 @@ import dataclasses
 import pulumi
 import pulumi_gcp as gcp
 
-from components import pricing
+from components import pricing, validate
 from components.compose.kubeconfig import check_kubeconfig, cluster_identity, read_kubeconfig
 from components.config import GKE_NATIVE, ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
 from components.contracts.cluster import ClusterFacts, GpuFacts
+from components.contracts.errors import InputError
 from components.gke_sharing import API_STRATEGY
 from components.gpus import GPU_MODELS
 from components.platform import gke, k3s_vm
 from components.platform.existing import ExistingCluster, ExistingClusterArgs
 from components.platform.k3s_bootstrap import K3sBootstrap, K3sBootstrapArgs
+
+
+def refuse_documentation_addresses(key: str, values: list[str]) -> None:
+    """A documentation address (the shipped placeholder) is shown in a preview, marked, and refused by `up`."""
+    found = validate.documentation_only(values)
+    if not found:
+        return
+    problem = (f"{', '.join(found)} is a documentation address (RFC 5737), nobody's real one: `pulumi up` refuses "
+               f"it; set your own, {validate.OWN_ADDRESS_HINT}")
+    if pulumi.runtime.is_dry_run():
+        pulumi.log.warn(f"{key}: {problem}")
+        return
+    raise InputError(key, problem)
 
 
 def platform(cfg: StackConfig) -> ClusterFacts:
@@ -133,6 +147,7 @@ def bootstrap_args(
 def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
     """A GPU VM, bootstrapped into a one-node k3s cluster."""
     section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
+    refuse_documentation_addresses("gpushare:vm.allowedSourceRanges", list(section.allowed_source_ranges))
     vm = k3s_vm.GpuVm("k3s-vm", k3s_vm.GpuVmArgs(
         zone=section.zone,
         machine_type=section.machine_type,
@@ -176,6 +191,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
 def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
     """A host the user already has, bootstrapped into a one-node k3s cluster over SSH."""
     host = cfg.host
+    refuse_documentation_addresses("gpushare:host.address", [host.address])
     key = pulumi.Output.secret(host.private_key.get_secret_value())
     args = bootstrap_args(cfg, host.address, host.user, key)
     bootstrap = K3sBootstrap("k3s", dataclasses.replace(

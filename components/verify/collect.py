@@ -7,6 +7,7 @@ planned checks with `passed: None`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,22 @@ class VerifierArgs:
     ready: Sequence[pulumi.Resource] = ()
     run_id: str = "1"
     """A new value replaces the verifier Pod, so it judges the new proof Pods."""
+
+
+def is_offline_plan() -> bool:
+    """True under the offline plan's mock engine (components/plan.py), where the planned verdict is shown."""
+    from components.pulumi_internals import MockMonitor
+
+    return isinstance(pulumi.runtime.settings.get_monitor(), MockMonitor)
+
+
+def unknown_output() -> pulumi.Output[Any]:
+    """An output a preview shows as unknown (`output<string>`), as it shows any value known only after `up`."""
+    loop = asyncio.get_event_loop()
+    value, known = loop.create_future(), loop.create_future()
+    value.set_result(None)
+    known.set_result(False)
+    return pulumi.Output(set(), value, known)
 
 
 def planned_verification(expect: Expectation) -> dict[str, Any]:
@@ -218,7 +235,12 @@ class Verifier(pulumi.ComponentResource):
             ),
         )
 
-        if pulumi.runtime.is_dry_run():
+        if pulumi.runtime.is_dry_run() and not is_offline_plan():
+            # A real preview has run nothing: the verdict is not known yet, neither the last one nor a planned one.
+            self.verification = unknown_output()
+            self.report = unknown_output()
+            self.ghost_quota = None
+        elif pulumi.runtime.is_dry_run():
             planned = planned_verification(expect)
             self.verification = planned
             self.report = report.render(planned, expect)
