@@ -111,7 +111,6 @@ BAD = [
     bad("gke", 'gpushare:gke.kubernetesVersion="1.35"', key="gpushare:gke.kubernetesVersion"),
     bad("gke", "gpushare:gke.kubernetesVersion=v1.35.6", key="gpushare:gke.kubernetesVersion"),
     bad("gke", 'gpushare:gke.kubernetesVersion=""', key="gpushare:gke.kubernetesVersion"),
-    bad("gke", 'gpushare:gke.kubernetesVersion="1.20."', key="gpushare:gke.kubernetesVersion"),
     bad("gke", "gpushare:gke.machineType=n1 standard", key="gpushare:gke.machineType"),
     bad("gke", 'gpushare:gke.machineType=""', key="gpushare:gke.machineType"),
     bad("gke", "gpushare:gke.gpuDriverVersion=INSTALLED", key="gpushare:gke.gpuDriverVersion"),
