@@ -37,6 +37,7 @@ from components.chart_images import CHARTS
 from components.contracts.errors import InputError
 from components.gke_sharing import MAX_CLIENTS, MIN_CLIENTS, mps_limits
 from components.gpus import GPU_MODELS, gpu_memory_mib
+from components.gpu.guard import GuardSettings
 from components.images import Mirrors, mirror_prefix_problem, registry_host_problem
 from components.sizing import default_slice_mib, kai_visible_mib, overcommit_is_valid, overcommit_mib, remaining_mib
 from components.versions import kubernetes_release
@@ -537,6 +538,8 @@ class _Stack(_Model):
     """Upstream registry host → mirror, such as `{"docker.io": "harbor.example.com/dockerhub"}`."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     """The proof and its verifier."""
+    guard: GuardSettings = GuardSettings()
+    """Which new Pods the API server refuses for opting out of their quota (components/gpu/guard.py)."""
 
     CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {}
     """choice field → its value → the sections only that value reads; set for another value, they are refused."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.compose.guard import system_namespaces
 from components.config import GkeStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.proof import SharingProof
@@ -67,6 +68,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         pod_tries=tuple(
             PodTry(t.id, try_pod_name(v.pod_prefix, t.id), t.tried) for t in proof.pod_tries
         ) if v.pod_tries else (),
+        system_namespaces=system_namespaces(cfg),
     )  # fmt: skip
 
 

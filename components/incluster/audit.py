@@ -24,6 +24,9 @@ VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 # The toolkit reads these values as "no device" (nvidia-container-toolkit internal/config/image/cuda_image.go).
 NO_DEVICE_VALUES = frozenset({"", "void", "none"})
 DISABLE_CONTROL = "CUDA_DISABLE_CONTROL"
+# HAMi's device plugin reads it with Go's strconv.ParseBool (HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/
+# server.go, Allocate): these are its true values.
+PARSE_BOOL_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 HAMI_ALLOCATED = "hami.io/vgpu-devices-allocated"
 # HAMi's slice resources (the hami-scheduler-device ConfigMap the chart renders: resourceMemoryName, ...).
 HAMI_SLICE_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpumem-percentage")
@@ -144,19 +147,18 @@ def classify(
         return _verdict(pod, SYSTEM, "system-namespace", ways)
     containers = _containers(spec)
     annotations = meta.get("annotations") or {}
-    if any((_env(c, DISABLE_CONTROL) or "").strip().lower() == "true" for c in containers):
-        return _verdict(pod, UNLIMITED, "cuda-disable-control", ways)
-    kai_slice = "kai-slice" in ways
-    if kai_slice and str(annotations.get(ISOLATOR_INJECT, "")).strip().lower() == "false":
-        return _verdict(pod, UNLIMITED, "isolator-inject-false", ways)
-    if any(_asks_visible_devices(c) and not _gpu_resources(c) for c in containers) and not kai_slice:
-        return _verdict(pod, UNLIMITED, "visible-devices-without-request", ways)
-    if kai_slice:
+    if "kai-slice" in ways:
+        if str(annotations.get(ISOLATOR_INJECT, "")).strip().lower() == "false":
+            return _verdict(pod, UNLIMITED, "isolator-inject-false", ways)
         if any(m.get("mountPath") == PRELOAD_PATH for c in containers for m in c.get("volumeMounts") or []):
             return _verdict(pod, LIMITED, "isolator-injected", ways)
         if labels is not None and NODE_MEMORY_LABEL not in labels:
             return _verdict(pod, UNLIMITED, "node-without-memory-label", ways)
         return _verdict(pod, UNLIMITED, "isolator-not-injected", ways)
+    if any(_env(c, DISABLE_CONTROL) in PARSE_BOOL_TRUE for c in containers):
+        return _verdict(pod, UNLIMITED, "cuda-disable-control", ways)
+    if any(_asks_visible_devices(c) and not _gpu_resources(c) for c in containers):
+        return _verdict(pod, UNLIMITED, "visible-devices-without-request", ways)
     if "device-host-path" in ways:
         return _verdict(pod, UNLIMITED, "device-host-path", ways)
     requested = {r for c in containers for r in _gpu_resources(c)}
