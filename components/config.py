@@ -35,9 +35,9 @@ from pydantic import (
 from components import validate
 from components.chart_images import CHARTS
 from components.contracts.errors import InputError
+from components.contracts.guard import GuardSettings
 from components.gke_sharing import MAX_CLIENTS, MIN_CLIENTS, mps_limits
 from components.gpus import GPU_MODELS, gpu_memory_mib
-from components.gpu.guard import GuardSettings
 from components.images import Mirrors, mirror_prefix_problem, registry_host_problem
 from components.sizing import default_slice_mib, kai_visible_mib, overcommit_is_valid, overcommit_mib, remaining_mib
 from components.versions import kubernetes_release

@@ -12,42 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-from pydantic.alias_generators import to_camel
 
-GuardMode = Literal["deny", "warn", "off"]
-Namespace = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+from components.contracts.guard import GuardMode
+
 VALIDATION_ACTIONS: dict[str, list[str]] = {"deny": ["Deny"], "warn": ["Warn"]}
 NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace (NamespaceDefaultLabelName); no tenant can set another's."""
 
 
-class GuardSettings(BaseModel):
-    """`gpushare:guard`: which new Pods the API server refuses, and what the node's toolkit still accepts."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True, use_attribute_docstrings=True
-    )
-
-    mode: GuardMode = "deny"
-    """deny: refuse new Pods that opt out of their quota; warn: admit them with a warning; off: no policy."""
-    exempt_namespaces: list[Namespace] = Field(default_factory=list)
-    """Namespaces besides the stack's own system ones (computed) whose Pods the guard leaves alone."""
-    refuse_unprivileged_env: bool = False
-    """The NVIDIA toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged containers and takes devices as volume
-    mounts (HAMi then passes them so). Off by default: HAMi's vgpu-monitor is an unprivileged container that
-    reaches the cards only through NVIDIA_VISIBLE_DEVICES=all, so it would lose NVML (HAMi 2.9.0 and 2.10.0
-    charts/hami/templates/device-plugin/daemonsetnvidia.yaml). No effect on GKE, whose runtime has no such hook."""
-
-
 _CONTAINERS = (
     "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
 )
-_GPU_LIMIT = "(has(c.resources) && has(c.resources.limits) && c.resources.limits.exists(k, k.startsWith('nvidia.com/')))"
+_GPU_LIMIT = (
+    "(has(c.resources) && has(c.resources.limits) && c.resources.limits.exists(k, k.startsWith('nvidia.com/')))"
+)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ toolkit switch (`accept-nvidia-visible-devices-envvar-when-unprivileged = false`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 LIMITED, UNLIMITED, SYSTEM = "limited", "unlimited", "system"
@@ -222,7 +222,28 @@ def summary(result: Mapping[str, Any], listed: int = 20) -> dict[str, Any]:
     unlimited = [
         {k: v.get(k) for k in ("pod", "reason")} for v in result.get("pods") or [] if v.get("class") == UNLIMITED
     ]
-    out: dict[str, Any] = {"counts": dict(result.get("counts") or {}), "unlimited": unlimited[:listed]}
+    if result.get("error"):
+        return {"error": result["error"], "systemNamespaces": list(result.get("systemNamespaces") or [])}
+    out: dict[str, Any] = {"counts": dict(result.get("counts") or {}), "unlimited": unlimited[:listed],
+                           "systemNamespaces": list(result.get("systemNamespaces") or [])}  # fmt: skip
     if len(unlimited) > listed:
         out["unlistedUnlimited"] = len(unlimited) - listed
     return out
+
+
+def read_audit(
+    list_json: Callable[[str], Mapping[str, Any]], system_namespaces: Iterable[str]
+) -> dict[str, Any]:
+    """List every Pod and node through `list_json(path)` (the verifier's API client) and audit them; a listing
+    that fails gives {"error"} instead, never a guess."""
+    try:
+        pods = list_json("/api/v1/pods").get("items") or []
+        nodes = list_json("/api/v1/nodes").get("items") or []
+    except Exception as exc:  # the API client's error, whatever its type: the audit says it could not list
+        return {"error": f"could not list Pods and nodes: {exc}", "systemNamespaces": sorted(system_namespaces)}
+    return audit(pods, system_namespaces, nodes)
+
+
+def planned(system_namespaces: Iterable[str]) -> dict[str, Any]:
+    """The audit before the verifier ran: what it will count, nothing counted."""
+    return {"counts": {k: None for k in CLASSES}, "unlimited": [], "systemNamespaces": sorted(system_namespaces)}
