@@ -636,6 +636,9 @@ class GkeStack(_Stack):
     def check(self) -> None:
         super().check()
         _check_gke_native(self)
+        if self.guard.refuse_unprivileged_env:
+            raise ConfigError(_key("guard", "refuseUnprivilegedEnv"), "GKE's managed runtime has no NVIDIA toolkit to"
+                              " configure: remove it (`pulumi config rm --path gpushare:guard.refuseUnprivilegedEnv`)")
         if self.sharing == "kai" and self.verify.cores_percent is not None:
             raise ConfigError(
                 _key("verify", "coresPercent"),
