@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
 GuardMode = Literal["deny", "warn", "off"]
@@ -28,5 +28,8 @@ class GuardSettings(BaseModel):
     reaches the cards only through NVIDIA_VISIBLE_DEVICES=all, so it would lose NVML (HAMi 2.9.0 and 2.10.0
     charts/hami/templates/device-plugin/daemonsetnvidia.yaml). No effect on GKE, whose runtime has no such hook."""
 
-
-
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _off_read_as_false(cls, value: Any) -> Any:
+        # YAML 1.1 (and so a `-c gpushare:guard.mode=off` override) reads a bare off as false.
+        return "off" if value is False else value
