@@ -18,7 +18,8 @@ cluster = compose.platform(cfg)
 toolkit = compose.toolkit(cfg, cluster)
 sharing = compose.sharing(cfg, cluster, toolkit)
 verdict = compose.proof(cfg, cluster, sharing)
+guard = compose.guard(cfg, cluster)
 
-for name, value in {**cluster.outputs, **toolkit.outputs, **sharing.outputs, **verdict.outputs}.items():
+for name, value in {**cluster.outputs, **toolkit.outputs, **sharing.outputs, **verdict.outputs, **guard}.items():
     pulumi.export(name, value)
 pulumi.export("images", sorted({*toolkit.images, *sharing.images, *verdict.images}))

@@ -35,6 +35,7 @@ from pydantic import (
 from components import validate
 from components.chart_images import CHARTS
 from components.contracts.errors import InputError
+from components.contracts.guard import GuardSettings
 from components.gke_sharing import MAX_CLIENTS, MIN_CLIENTS, mps_limits
 from components.gpus import GPU_MODELS, gpu_memory_mib
 from components.images import Mirrors, mirror_prefix_problem, registry_host_problem
@@ -537,6 +538,8 @@ class _Stack(_Model):
     """Upstream registry host → mirror, such as `{"docker.io": "harbor.example.com/dockerhub"}`."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     """The proof and its verifier."""
+    guard: GuardSettings = GuardSettings()
+    """Which new Pods the API server refuses for opting out of their quota (components/gpu/guard.py)."""
 
     CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {}
     """choice field → its value → the sections only that value reads; set for another value, they are refused."""
@@ -633,6 +636,9 @@ class GkeStack(_Stack):
     def check(self) -> None:
         super().check()
         _check_gke_native(self)
+        if self.guard.refuse_unprivileged_env:
+            raise ConfigError(_key("guard", "refuseUnprivilegedEnv"), "GKE's managed runtime has no NVIDIA toolkit to"
+                              " configure: remove it (`pulumi config rm --path gpushare:guard.refuseUnprivilegedEnv`)")
         if self.sharing == "kai" and self.verify.cores_percent is not None:
             raise ConfigError(
                 _key("verify", "coresPercent"),

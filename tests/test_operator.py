@@ -51,7 +51,7 @@ def test_operator_driver_and_device_plugin_are_off_toolkit_on(plan_stack) -> Non
     values = _release(plan_stack("cluster"))["inputs"]["values"]
     assert values["driver"] == {"enabled": False}
     assert values["devicePlugin"] == {"enabled": False}
-    assert values["toolkit"] == {"enabled": True}
+    assert values["toolkit"]["enabled"] is True
 
 
 def test_operator_release_waits_for_its_namespace_on_the_cluster_provider(plan_stack) -> None:

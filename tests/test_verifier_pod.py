@@ -237,5 +237,5 @@ def test_a_new_run_id_replaces_every_proof_pod_and_the_verifier(plan_stack) -> N
     pods = lambda plan: {r["name"]: r["options"].get("replacementTrigger")  # noqa: E731
                          for r in plan.find("kubernetes:core/v1:Pod")}
     first, second = pods(plan_stack("k3s")), pods(plan_stack("k3s", "gpushare:verify.runId=2"))
-    assert set(first) == set(second) and len(first) == 5  # a, b, over-commit, the Pod-level try, verifier
+    assert set(first) == set(second) and len(first) == 6  # a, b, over-commit, the two Pod-level tries, verifier
     assert set(first.values()) == {"1"} and set(second.values()) == {"2"}

@@ -141,6 +141,7 @@ def bootstrap_args(
         node_label=dict(cfg.hami.node_label),
         install_driver=cfg.k3s.install_driver,
         driver_package=cfg.k3s.driver_package,
+        refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env,
     )
 
 

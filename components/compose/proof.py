@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from components.config import GkeStack, StackConfig
+from components.compose.guard import system_namespaces
+from components.config import ExistingStack, GkeStack, StackConfig
 from components.contracts.cluster import ClusterFacts
-from components.contracts.proof import SharingProof
+from components.contracts.proof import PodTry as SliceTry
+from components.contracts.proof import SharingProof, SliceRequest
 from components.contracts.sharing import SharingSetup
+from components.gpu.gke_cdi import CONTAINER_DRIVER_ENV
+from components.gpu.hami import runtime_class_for
 from components.images import mirrored
+from components.incluster import escape
 from components.incluster.checks import REGISTRY
 from components.incluster.expectation import Expectation, PodTry
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
@@ -24,6 +29,21 @@ def whole_cards_beside_slices(cfg: StackConfig) -> bool:
     """KAI on GKE: nodes offer whole cards beside the slices. Under GKE's own sharing every nvidia.com/gpu is a
     shared slot, so a whole-GPU Pod would only take one and prove nothing about the view."""
     return isinstance(cfg, GkeStack) and cfg.sharing == "kai"
+
+
+def escape_try(cfg: StackConfig) -> SliceTry:
+    """No GPU request, `NVIDIA_VISIBLE_DEVICES=all`, the default scheduler: what any tenant can write. Under a CDI
+    GPU Operator the default runtime is runc, so the Pod names the legacy nvidia class itself, as a tenant may."""
+    cdi = isinstance(cfg, ExistingStack) and cfg.toolkit == "gpu-operator" and cfg.gpu_operator.cdi_enabled
+    runtime_class = runtime_class_for(cdi) if isinstance(cfg, ExistingStack) else None
+    env = {**(CONTAINER_DRIVER_ENV if isinstance(cfg, GkeStack) else {}), **escape.ENV}
+    request = SliceRequest(scheduler_name="default-scheduler", env=env, runtime_class_name=runtime_class)
+    return SliceTry(id=escape.TRY_ID, tried=escape.TRIED, request=request)
+
+
+def pod_tries(cfg: StackConfig, proof: SharingProof) -> tuple[SliceTry, ...]:
+    """The sharing system's own tries, then the escape every stack tries; none when verify.podTries is off."""
+    return (*proof.pod_tries, escape_try(cfg)) if cfg.verify.pod_tries else ()
 
 
 def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
@@ -64,9 +84,8 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         monitor=proof.monitor,
         node_registration=proof.node_registration,
         allocation_annotation=proof.allocation_annotation,
-        pod_tries=tuple(
-            PodTry(t.id, try_pod_name(v.pod_prefix, t.id), t.tried) for t in proof.pod_tries
-        ) if v.pod_tries else (),
+        pod_tries=tuple(PodTry(t.id, try_pod_name(v.pod_prefix, t.id), t.tried) for t in pod_tries(cfg, proof)),
+        system_namespaces=system_namespaces(cfg),
     )  # fmt: skip
 
 
@@ -96,7 +115,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
         fail_on_violation=v.fail_on_violation,
         ready=[*cluster.ready, *sharing.ready],
         run_id=v.run_id,
-        pod_tries=tuple(contract.pod_tries) if v.pod_tries else (),
+        pod_tries=pod_tries(cfg, contract),
     )
 
 

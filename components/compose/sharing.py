@@ -137,6 +137,8 @@ def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: Too
         chart_source=chart_source(cfg.chart_sources.hami),
         timeout_seconds=hami.wait_timeout_seconds,
         ready=[*cluster.ready, *toolkit.ready],
+        # HAMi's device plugin passes its cards as mounts then (its getAllocateResponse, volume-mounts strategy).
+        device_list_strategy="volume-mounts" if cfg.guard.refuse_unprivileged_env else None,
     )
 
 

@@ -24,6 +24,7 @@ def gpu_operator_args(cfg: ExistingStack, cluster: ClusterFacts) -> GpuOperatorA
         chart_source=chart_source(cfg.chart_sources.gpu_operator),
         ready=cluster.ready,
         gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
+        refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env,
     )
 
 

@@ -39,6 +39,8 @@ class SliceRequest:
     """Share the node's IPC namespace (GKE's MPS clients reach the MPS control daemon through it)."""
     containers: int = 1
     """Containers carrying `limits` each; GKE's sharing allows one `nvidia.com/gpu` per container."""
+    runtime_class_name: str | None = None
+    """A RuntimeClass the Pod names itself (any Pod may): the escape try's way to the nvidia runtime under CDI."""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class ChartKeys:
     node_selector: Path | None = ("devicePlugin", "nvidiaNodeSelector")
     runtime_class: Path = ("devicePlugin", "runtimeClassName")
     create_runtime_class: Path | None = ("devicePlugin", "createRuntimeClass")
+    device_list_strategy: Path = ("devicePlugin", "deviceListStrategy")
 
 
 _IMAGE_TAG: Path = ("scheduler", "kubeScheduler", "image", "tag")
@@ -86,6 +87,9 @@ class HamiArgs:
     """The config key that states it, named when the gate fails."""
     gate_image: str = "python:3.12-slim-bookworm"
     gate_timeout_seconds: int = 60
+    device_list_strategy: str | None = None
+    """`volume-mounts` where the toolkit refuses NVIDIA_VISIBLE_DEVICES from unprivileged containers; None: the
+    chart's `envvar`."""
 
 
 def hami_values(args: HamiArgs) -> dict[str, Any]:
@@ -101,6 +105,8 @@ def hami_values(args: HamiArgs) -> dict[str, Any]:
         put(values, keys.node_selector, dict(args.node_label))
     if args.runtime_class_name is not None:
         put(values, keys.runtime_class, args.runtime_class_name)
+    if args.device_list_strategy is not None:
+        put(values, keys.device_list_strategy, args.device_list_strategy)
     if keys.create_runtime_class is not None:
         # The chart would create the class with the wrong handler; the toolkit (or GPU Operator) owns it.
         put(values, keys.create_runtime_class, False)

@@ -42,6 +42,18 @@ class GpuOperatorArgs:
     """What the release waits for (the node labels, the cluster)."""
     gate_image: str = "python:3.12-slim-bookworm"
     """Image of the Pod that waits for the ClusterPolicy to be ready (any image with python3)."""
+    refuse_unprivileged_env: bool = False
+    """The toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged containers, takes device lists as mounts."""
+
+
+def toolkit_env(refuse_unprivileged_env: bool) -> list[dict[str, str]]:
+    """`toolkit.env`: the toolkit container's switches, set either way (nvidia-container-toolkit v1.20.0, the
+    version v26.7.0 deploys: cmd/nvidia-ctk-installer/toolkit/toolkit.go:162 and :168 read these variables)."""
+    accept_env, accept_mounts = ("false", "true") if refuse_unprivileged_env else ("true", "false")
+    return [
+        {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": accept_env},
+        {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": accept_mounts},
+    ]
 
 
 def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
@@ -53,7 +65,7 @@ def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
         # allocatable would stay at the card count instead of cards × deviceSplitCount.
         "devicePlugin": {"enabled": args.device_plugin_enabled},
         # The one thing we install it for: the toolkit puts the nvidia runtimes into containerd.
-        "toolkit": {"enabled": True},
+        "toolkit": {"enabled": True, "env": toolkit_env(args.refuse_unprivileged_env)},
         # Under CDI the operator no longer makes nvidia containerd's default runtime (since 25.10).
         "cdi": {"enabled": args.cdi_enabled},
         # Helm never deletes crds/ on uninstall; the chart's pre-delete hook does, so destroy leaves none behind.

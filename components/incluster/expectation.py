@@ -95,6 +95,8 @@ class Expectation:
     allocation_annotation: str | None = None
     pod_tries: tuple[PodTry, ...] = ()
     """Pod-level ways around the quota, each tried in its own Pod and reported as a finding."""
+    system_namespaces: tuple[str, ...] = ()
+    """The GPU software's own namespaces: the GPU audit's `system` class (audit.py)."""
 
     @property
     def limit_mib(self) -> float:

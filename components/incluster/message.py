@@ -38,6 +38,8 @@ def _slim(result: Mapping[str, Any]) -> dict[str, Any]:
     }
     if result.get("error"):
         out["error"] = result["error"]
+    if result.get("gpuAudit") is not None:
+        out["gpuAudit"] = result["gpuAudit"]
     return out
 
 
@@ -100,6 +102,7 @@ def encode(result: Mapping[str, Any], limit: int = LIMIT_BYTES) -> str:
         "passed": verdict["passed"],
         "checks": [{"id": c["id"], "passed": c["passed"]} for c in verdict["checks"]],
         "findings": [{k: f.get(k) for k in ("pod", "id", "bypassed")} for f in verdict["findings"]],
+        **({"gpuAudit": {"counts": verdict["gpuAudit"].get("counts")}} if verdict.get("gpuAudit") else {}),
         "cut": [*cut, "everything but each check's result and each finding's id"],
         "wholeVerdict": WHOLE_VERDICT,
     }
@@ -145,7 +148,7 @@ def expand(compact: Mapping[str, Any], expect: Expectation) -> dict[str, Any]:
         "findings": list(compact.get("findings") or []),
         "ghostQuota": list(compact.get("ghostQuota") or []),
     }
-    for key in ("error", "cut", "wholeVerdict"):
+    for key in ("error", "cut", "wholeVerdict", "gpuAudit"):
         if compact.get(key):
             verification[key] = compact[key]
     return verification

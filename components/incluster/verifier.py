@@ -30,13 +30,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 try:
-    from . import judge, message
+    from . import audit, judge, message
     from .evidence import HAMI_BIND_ANNOTATIONS
     from .expectation import Expectation
     from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
     from .parse import probe_results
 except ImportError:  # mounted flat in a Pod and run as a script
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import audit  # type: ignore[no-redef]
     import judge  # type: ignore[no-redef]
     import message  # type: ignore[no-redef]
     from evidence import HAMI_BIND_ANNOTATIONS  # type: ignore[no-redef]
@@ -239,6 +240,7 @@ def collect(client: ApiClient, expect: Expectation) -> dict[str, Any]:
                 errors.append(f"monitor on node {node}: {exc}")
     if expect.allocation_annotation:
         evidence["quotaPods"] = read_quota_pods(client, expect, errors)
+    evidence["gpuAudit"] = audit.read_audit(client.json, expect.system_namespaces)
     return evidence
 
 
@@ -273,7 +275,8 @@ def verify(
     missing = wait_for_results(client, expect, clock, sleep, poll, grace, try_grace)
     evidence = collect(client, expect)
     evidence["errors"] = missing + evidence["errors"]
-    return evidence, judge.judge(expect, evidence)
+    # Counted beside the verdict, never into `passed`; the full per-Pod list stays in the evidence (the log).
+    return evidence, {**judge.judge(expect, evidence), "gpuAudit": audit.summary(evidence["gpuAudit"])}
 
 
 # ---------------------------------------------------------------- entry point

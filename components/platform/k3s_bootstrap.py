@@ -89,6 +89,21 @@ nvidia-ctk --version
 """)
 
 
+# The toolkit's switches (nvidia-container-toolkit v1.20.0 api/config/v1/config.go:64
+# accept-nvidia-visible-devices-envvar-when-unprivileged, :65 accept-nvidia-visible-devices-as-volume-mounts; read in
+# internal/config/image/cuda_image.go:266,281), written with `nvidia-ctk config --in-place --set`
+# (cmd/nvidia-ctk/config/config.go:82,98) into its default /etc/nvidia-container-runtime/config.toml.
+def render_toolkit_switches(refuse_unprivileged_env: bool) -> str:
+    """Step 2's end: whether the runtime takes NVIDIA_VISIBLE_DEVICES from unprivileged containers (or only device
+    lists as volume mounts); set either way, so turning the switch off again converges too."""
+    accept_env, accept_mounts = ("false", "true") if refuse_unprivileged_env else ("true", "false")
+    return _as_root(
+        "nvidia-ctk config --in-place"
+        f" --set accept-nvidia-visible-devices-envvar-when-unprivileged={accept_env}"
+        f" --set accept-nvidia-visible-devices-as-volume-mounts={accept_mounts}"
+    )
+
+
 def render_k3s_config(node_name: str, node_label: Mapping[str, str], tls_san: Sequence[str]) -> str:
     """`/etc/rancher/k3s/config.yaml`: everything k3s needs on its first start, so it never restarts for it."""
     labels = ", ".join(f'"{key}={value}"' for key, value in sorted(node_label.items()))
@@ -213,6 +228,8 @@ class K3sBootstrapArgs:
     """What must exist before the first SSH dial (the VM, its firewall rule)."""
     host_key: pulumi.Input[str] | None = None
     """The host's sshd public key (OpenSSH); None trusts whatever key the address offers (a host we did not make)."""
+    refuse_unprivileged_env: bool = False
+    """The toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged containers (guard.refuseUnprivilegedEnv)."""
     cluster_identifier: pulumi.Input[str] | None = None
     """What makes this cluster this cluster (the VM's instance id, the host's address): the Kubernetes provider,
     and every object on it, is replaced only when it changes; so is every bootstrap step (its `triggers`)."""
@@ -244,7 +261,7 @@ class K3sBootstrap(pulumi.ComponentResource):
         )
         scripts: dict[str, pulumi.Input[str]] = {
             "driver": render_driver_script(args.install_driver, args.driver_package),
-            "toolkit": render_toolkit_script(),
+            "toolkit": f"{render_toolkit_script()} && {render_toolkit_switches(args.refuse_unprivileged_env)}",
             "config": config_text.apply(render_config_script),
             "k3s": render_k3s_install_script(args.k3s_version, args.node_name),
             "checks": render_checks_script(),

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.incluster import judge, message
+from components.incluster import audit, judge, message
 from components.incluster.expectation import Expectation
 from components.reader_account import reader_account
 from components.verify import report
@@ -139,6 +139,8 @@ class Verifier(pulumi.ComponentResource):
     verification: pulumi.Output[Any] | dict[str, Any]
     report: pulumi.Output[str] | str
     ghost_quota: pulumi.Output[Any] | None
+    gpu_audit: pulumi.Output[Any] | dict[str, Any]
+    """Every Pod that can reach a GPU, counted by class (incluster/audit.py); never part of `passed`."""
     pod: k8s.core.v1.Pod
 
     def __init__(self, name: str, args: VerifierArgs, opts: pulumi.ResourceOptions | None = None):
@@ -245,10 +247,12 @@ class Verifier(pulumi.ComponentResource):
             self.verification = planned
             self.report = report.render(planned, expect)
             self.ghost_quota = None
+            self.gpu_audit = audit.planned(expect.system_namespaces)
         else:
             fail = args.fail_on_violation
             verification = self.pod.status.apply(lambda s: enforce(verdict_from_status(s, expect), fail))
             self.verification = verification
             self.report = verification.apply(lambda v: report.render(v, expect))
             self.ghost_quota = verification.apply(lambda v: v.get("ghostQuota", []))
+            self.gpu_audit = verification.apply(lambda v: v.get("gpuAudit") or {"error": "the verifier sent none"})
         self.register_outputs({"verification": self.verification, "report": self.report})

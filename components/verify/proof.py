@@ -25,7 +25,8 @@ NODE_MEMORY_LABEL = "nvidia.com/gpu.memory"
 
 @dataclass(frozen=True)
 class ProofOutputs:
-    """The stack outputs of the proof: `verification`, `report`, `isolationNote` (and `ghostQuota` for HAMi)."""
+    """The stack outputs of the proof: `verification`, `report`, `isolationNote`, `gpuAudit` (and `ghostQuota` for
+    HAMi)."""
 
     outputs: dict[str, Any] = field(default_factory=dict)
     images: tuple[str, ...] = ()
@@ -111,6 +112,7 @@ class Proof(pulumi.ComponentResource):
             "report": verifier.report,
             "isolationNote": isolation_note(args.proof),
         }
+        self.outputs["gpuAudit"] = verifier.gpu_audit
         if args.proof.system == "hami":
             self.outputs["ghostQuota"] = verifier.ghost_quota
         self.register_outputs(dict(self.outputs))

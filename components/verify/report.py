@@ -137,6 +137,25 @@ def _ghosts(ghosts: list[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def gpu_audit_section(found: Mapping[str, Any]) -> list[str]:
+    """Every Pod of the cluster that can reach a GPU, counted by class (docs/audit.md); never part of the result."""
+    lines = ["## Who else is on the GPUs (counted, never part of the result)", ""]
+    if found.get("error"):
+        return [*lines, f"The audit did not run: {found['error']}."]
+    counts = found.get("counts") or {}
+    lines.append(
+        f"{counts.get('limited', 0)} limited, {counts.get('unlimited', 0)} unlimited and {counts.get('system', 0)}"
+        f" system Pods can reach a GPU (system namespaces: {', '.join(found.get('systemNamespaces') or []) or 'none'})."
+    )
+    unlimited = list(found.get("unlimited") or [])
+    if unlimited:
+        lines += ["", "| Unlimited Pod | Why |", "|---|---|"]
+        lines += [f"| `{u.get('pod')}` | {_cell(u.get('reason'))} |" for u in unlimited]
+        if found.get("unlistedUnlimited"):
+            lines.append(f"| … | {found['unlistedUnlimited']} more in the verifier's log |")
+    return lines
+
+
 def render(verification: Mapping[str, Any], expect: Expectation) -> str:
     """Markdown: what was asked, what was seen, pass/fail per check, findings, ghost quota, what this is not."""
     passed = verification.get("passed")
@@ -163,5 +182,7 @@ def render(verification: Mapping[str, Any], expect: Expectation) -> str:
         lines += ["", *_findings(list(verification.get("findings") or []), list(verification.get("cut") or []))]
         if expect.system == "hami" or verification.get("ghostQuota"):
             lines += ["", *_ghosts(list(verification.get("ghostQuota") or []))]
+        if verification.get("gpuAudit"):
+            lines += ["", *gpu_audit_section(verification["gpuAudit"])]
     lines += ["", "## What this is not", "", NOT_MIG[expect.mechanism], ""]
     return "\n".join(lines)

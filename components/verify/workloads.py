@@ -127,9 +127,10 @@ def try_pod_name(prefix: str, try_id: str) -> str:
 
 def try_command(probes: ProbeSettings) -> list[str]:
     """A short memory probe: the view, the preload and the largest allocation; no hold, sweep or findings."""
+    expected = [] if probes.expect_limit_mib is None else ["--expect-limit-mib", str(probes.expect_limit_mib)]
     return [
         "python3", f"{MOUNT_PATH}/memory.py", "--json",
-        "--expect-limit-mib", str(probes.expect_limit_mib),
+        *expected,
         "--hold-mib", "1", "--hold-seconds", "0", "--extra-mib", "0", "--sweep-gib", "",
     ]  # fmt: skip
 
@@ -202,6 +203,8 @@ def proof_pod_spec(
         spec["nodeSelector"] = dict(request.node_selector)
     if request.host_ipc:
         spec["hostIPC"] = True
+    if request.runtime_class_name:
+        spec["runtimeClassName"] = request.runtime_class_name
     if config_map_name is not None:
         spec["volumes"] = [_volume(config_map_name)]
     if affinity:

@@ -28,6 +28,11 @@ CLUSTER_ONLY_PARTS: dict[str, str] = {
     "podTries": "findings: the ways around the quota that exist only at Pod creation, each tried in its own Pod",
 }
 """Parts of host-run checks that need a cluster: dropped from the host expectation and named in the verdict."""
+NEEDS_CONTAINER_RUNTIME: dict[str, str] = {
+    "visible-devices-all": "NVIDIA_VISIBLE_DEVICES=all reaches a GPU only through the nvidia container runtime's"
+    " hook; a host process sees every card anyway",
+}
+"""Pod-level tries that need a container runtime, not only a cluster: named apart in the host verdict."""
 HOST_ONLY_FLAGS = {"--result-file": 1, "--ready-file": 1, "--keep-holding": 1}
 """Pod-only memory-probe flags (and how many values follow): a host process has no termination log or readiness."""
 

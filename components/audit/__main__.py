@@ -1,0 +1,78 @@
+"""`python -m components.audit --kubeconfig FILE [--context NAME] [--json]`: the GPU audit from a laptop.
+
+The official `kubernetes` client reads the kubeconfig: it runs exec credential plugins (gke-gcloud-auth-plugin),
+client certificates and tokens, which the project's in-cluster client (incluster/kube.py) does not. It only lists
+Pods and nodes; the classification is the verifier's own (incluster/audit.py). Exit 1 when an unlimited Pod is
+found, 0 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from components.incluster import audit
+
+DEFAULT_SYSTEM_NAMESPACES = ("kube-system", "gpu-operator", "hami-system", "kai-scheduler", "kai-resource-isolator",
+                             "kai-resource-reservation", "kyverno")  # fmt: skip
+"""The namespaces the stacks install their GPU software into by default; --system-namespace replaces them."""
+
+Lister = Callable[[], tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]]
+
+
+def kube_lister(kubeconfig: str, context: str | None) -> Lister:
+    """Pods and nodes as plain JSON objects, through the official client (read-only: list only)."""
+    from kubernetes import client, config  # imported here: --help and bad arguments need no client
+
+    api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+    core = client.CoreV1Api(api_client)
+
+    def listed() -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        pods = core.list_pod_for_all_namespaces(_preload_content=False)
+        nodes = core.list_node(_preload_content=False)
+        return json.loads(pods.data)["items"], json.loads(nodes.data)["items"]
+
+    return listed
+
+
+def render(result: Mapping[str, Any]) -> str:
+    counts = result["counts"]
+    lines = [f"{counts['limited']} limited, {counts['unlimited']} unlimited, {counts['system']} system Pods can reach"
+             f" a GPU (system namespaces: {', '.join(result['systemNamespaces'])})"]  # fmt: skip
+    for v in result["pods"]:
+        lines.append(f"{v['class']:<9}  {v['pod']}  {v['reason']}: {audit.REASONS[v['reason']]}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m components.audit", description=__doc__.splitlines()[0])
+    p.add_argument("--kubeconfig", required=True, help="the kubeconfig file of the cluster to audit")
+    p.add_argument("--context", default=None, help="a context of that file (default: its current context)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (docs/audit.md)")
+    p.add_argument("--system-namespace", action="append", default=None, metavar="NS",
+                   help="a namespace of GPU software (repeat; replaces the default list)")  # fmt: skip
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, lister: Lister | None = None) -> int:
+    """Audit the cluster; 1 when an unlimited Pod is found, 0 otherwise, 2 on bad input."""
+    try:
+        args = parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    namespaces = tuple(args.system_namespace or DEFAULT_SYSTEM_NAMESPACES)
+    try:
+        pods, nodes = (lister or kube_lister(args.kubeconfig, args.context))()
+    except Exception as exc:  # no file, no such context, unreachable API: one line, exit 2
+        print(f"--kubeconfig {args.kubeconfig}: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    result = audit.audit(pods, namespaces, nodes)
+    print(json.dumps(result, sort_keys=True) if args.json else render(result))
+    return 1 if result["counts"][audit.UNLIMITED] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
