@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -22,10 +23,11 @@ def _cached_plan(stack: str, overrides: tuple[str, ...]) -> Plan:
 
 @pytest.fixture
 def plan_stack() -> Callable[..., Plan]:
-    """plan_stack("k3s", "gpushare:verify.sliceMiB=4000") → Plan; a fresh runtime each call, cached by args."""
+    """plan_stack("k3s", "gpushare:verify.sliceMiB=4000") → Plan; planned once per args, a copy each call (tests
+    that edit a planned object, as a cluster would, must not change the plan the next test reads)."""
 
     def _plan(stack: str, *overrides: str) -> Plan:
-        return _cached_plan(stack, tuple(overrides))
+        return copy.deepcopy(_cached_plan(stack, tuple(overrides)))
 
     return _plan
 
