@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.plan_view import replace_rules
+from components.plan_view.golden import is_file_ref
 from components.plan_view.unknowns import pointer
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "(absent)"})()
@@ -119,7 +120,7 @@ def _list_changes(before: list[Any], after: list[Any], path: tuple[str | int, ..
 
 def walk(before: Any, after: Any, path: tuple[str | int, ...] = ()) -> list[ValueChange]:
     """Every changed value between two JSON values."""
-    if isinstance(before, dict) and isinstance(after, dict):
+    if isinstance(before, dict) and isinstance(after, dict) and not (is_file_ref(before) or is_file_ref(after)):
         found = []
         for key in sorted(set(before) | set(after)):
             found += walk(before.get(key, MISSING), after.get(key, MISSING), (*path, key))

@@ -2,11 +2,15 @@
 
 The golden form is the `--json` contract with two changes: every value the mocks made up reads as unknown
 (`(known after create)`), and every multi-line string (a script, a cloud-init file, a probe's source) is written
-as `{"$lines": [...]}`, one line an element, so a change to it shows as changed lines in the file's diff.
+as `{"$lines": [...]}`, one line an element, so a change to it shows as changed lines in the file's diff; one that
+is a file of this repository (a probe's source shipped in a ConfigMap) as `{"$file": path, "sha256": ...}`, since
+the pull request's own diff of that file shows its lines.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -14,8 +18,24 @@ from typing import Any
 from components.plan_view.model import Plan
 from components.plan_view.unknowns import mask
 
-GOLDEN_DIR = Path(__file__).resolve().parent.parent.parent / "tests" / "golden"
+REPO = Path(__file__).resolve().parent.parent.parent
+GOLDEN_DIR = REPO / "tests" / "golden"
 LINES = "$lines"
+FILE = "$file"
+
+
+@functools.cache
+def _repo_files() -> dict[str, str]:
+    """The text of each Python file under components/ → its path in the repository."""
+    return {path.read_text(): path.relative_to(REPO).as_posix() for path in sorted((REPO / "components").rglob("*.py"))}
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def is_file_ref(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {FILE, "sha256", "lines"}
 
 
 def as_lines(value: Any) -> Any:
@@ -25,6 +45,8 @@ def as_lines(value: Any) -> Any:
     if isinstance(value, list):
         return [as_lines(v) for v in value]
     if isinstance(value, str) and "\n" in value:
+        if value in _repo_files():
+            return {FILE: _repo_files()[value], "sha256": digest(value), "lines": value.count("\n")}
         return {LINES: value.split("\n")}
     return value
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from components.plan_view.diff import MISSING, StackDiff, ValueChange, compare
 from components.plan_view.fields import review_fields
-from components.plan_view.golden import masked
+from components.plan_view.golden import FILE, from_lines, is_file_ref, sanitize
 from components.plan_view.graph import Graph
 from components.plan_view.model import Plan
 from components.plan_view.text import header
@@ -65,6 +65,10 @@ def change_lines(change: ValueChange) -> list[str]:
     """One changed value as Markdown: a unified diff of lines for text and lists, `before` → `after` otherwise."""
     where = code(change.pointer or "/")
     mark = f" — **replaces**: {change.replaces}" if change.replaces else ""
+    if is_file_ref(change.after) or is_file_ref(change.before):
+        path = (change.after if is_file_ref(change.after) else change.before)[FILE]
+        return [f"- {where}: the repository's {code(path)} changed{mark}: this pull request's diff of that file has "
+                "its lines"]
     if change.is_list:
         body = [f"- {_json(v)}" for v in change.removed] + [f"+ {_json(v)}" for v in change.added]
         return [f"- {where}{mark}", "", "  ```diff", *(f"  {line}" for line in body), "  ```", ""]
@@ -99,7 +103,7 @@ def diff_section(diff: StackDiff) -> list[str]:
 
 
 def stack_diff(plan: Plan, golden: dict[str, Any] | None, golden_name: str) -> StackDiff | None:
-    return None if golden is None else compare(golden, masked(plan), golden_name)
+    return None if golden is None else compare(golden, from_lines(sanitize(plan)), golden_name)
 
 
 def _outputs(plan: Plan, long_outputs: bool) -> list[str]:
