@@ -88,17 +88,16 @@ def _scalar(value: Any) -> bool:
     return not isinstance(value, dict | list)
 
 
-def _identity(items: list[Any]) -> str | None:
+def _identity(*sides: list[Any]) -> str | None:
     for key in IDENTITY_KEYS:
-        if all(isinstance(i, dict) and isinstance(i.get(key), str) for i in items):
-            names = [i[key] for i in items]
-            if len(set(names)) == len(names):
-                return key
+        if all(isinstance(i, dict) and isinstance(i.get(key), str) for side in sides for i in side) and all(
+                len({i[key] for i in side}) == len(side) for side in sides):
+            return key
     return None
 
 
 def _list_changes(before: list[Any], after: list[Any], path: tuple[str | int, ...]) -> list[ValueChange]:
-    key = _identity(before + after)
+    key = _identity(before, after)
     if key is not None:
         old = {i[key]: i for i in before}
         new = {i[key]: (index, i) for index, i in enumerate(after)}
