@@ -86,7 +86,8 @@ def private_key(i: dict[str, Any]) -> list[Field]:
 
 
 SHELL_WORDS = {"if", "then", "else", "elif", "fi", "for", "while", "do", "done", "case", "esac", "export", ".", "!",
-               "{", "}", "local", "set", "exit", "until", "sudo", "bash", "echo", "true", "false", "||", "&&", "|", "cat", "sh", "-"}
+               "{", "}", "local", "set", "exit", "until", "sudo", "bash",
+               "echo", "true", "false", "||", "&&", "|", "cat", "sh", "-"}
 
 
 def programs(script: str) -> list[str]:

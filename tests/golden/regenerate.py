@@ -2,7 +2,8 @@
 
 A PR's diff of these files is its preview diff, without credentials. Multi-line strings (scripts, probe sources)
 are written one line an element, so a change to them shows as changed lines; made-up values read as unknown.
-Each stack has a second golden plan, `<stack>-mirrored.json`: the same stack behind registry mirrors and a private chart registry.
+Each stack has a second golden plan, `<stack>-mirrored.json`: the same stack behind registry mirrors and a
+private chart registry.
 """
 
 from __future__ import annotations
