@@ -24,6 +24,7 @@ from components.plan_view.model import Plan
 TITLE = "## Offline plan (Pulumi's mock engine, no credentials)"
 GITHUB_COMMENT_LIMIT = 65536
 """Characters GitHub accepts in one pull-request comment."""
+HOW = "Each resource's inputs: `python -m components.plan STACK --markdown`; the tree: without `--markdown`."
 CUT = "\n\n… cut at GitHub's comment limit: `python -m components.plan_view.comment` prints the whole.\n"
 
 
@@ -48,9 +49,8 @@ def _stack_parts(stack: str, against: Path, graphs: bool) -> tuple[str, str]:
     summary = diff.summary() if diff else f"{stack}: no golden plan `{name}` to compare with"
     if diff is not None and not diff.resources and not diff.outputs:
         count = sum(1 for r in plan.resources if plan.kind(r) != "component")
-        section = "\n".join([f"<details><summary>{stack}: no change; its {count} resources</summary>", "",
-                             *names_only(plan), "", f"`python -m components.plan {stack} --markdown` has each "
-                             "one's inputs.", "", "</details>"])
+        section = "\n".join([f"<details><summary>{stack}: {count} resources</summary>", "", *names_only(plan),
+                             "", "</details>"])
         return summary, section
     graph = ([f"<details><summary>dependency graph of <code>{stack}</code></summary>", "", "```mermaid",
               mermaid.render(plan), "```", "", "</details>"] if graphs else [])
@@ -63,7 +63,7 @@ def render(names: list[str], against: Path = GOLDEN_DIR) -> str:
     """The comment; past GitHub's limit without the graphs, and past it still, cut with a pointer to the whole."""
     for graphs in (True, False):
         parts = [_stack_parts(stack, against, graphs) for stack in names]
-        whole = "\n\n".join([TITLE, "\n".join(f"- {summary}" for summary, _ in parts),
+        whole = "\n\n".join([TITLE, "\n".join(f"- {summary}" for summary, _ in parts), HOW,
                              *(section for _, section in parts)]) + "\n"
         if len(whole) < GITHUB_COMMENT_LIMIT:
             return whole
