@@ -307,13 +307,14 @@ class RecordingMonitor(MockMonitor):
         self.registrations = []
         self.component_outputs = {}
         self._inherited: dict[str, dict[str, Any]] = {}
+        self._names: dict[str, str] = {}  # kept as registrations arrive: rebuilding it each time is quadratic
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            names = {r.urn: r.name for r in self.registrations}
             inherited = self._inherited.get(request.parent, {})
-            options = recorded_options(request, names, inherited)
+            options = recorded_options(request, self._names, inherited)
+            self._names[response.urn] = request.name
             self._inherited[response.urn] = {k: options[k] for k in INHERITED_OPTIONS if k in options}
             self.registrations.append(
                 Registration(

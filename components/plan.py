@@ -1,15 +1,17 @@
 """The offline plan: the whole program under Pulumi's mock engine, no CLI, no cloud, no cluster.
 
-    python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...] [--root DIR]
+    python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...] [--against PLAN]
 
 Loads `Pulumi.STACK.yaml`, applies each `-c` (a dotted key sets a nested value:
 `-c gpushare:verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
-prints the resource tree; `--json` prints one deterministic object: `{"stack", "resources", "outputs",
-"unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` name each value the
-mocks made up (`{"path": "known after create" | "looked up in the cloud"}`); `--markdown` a pull-request summary,
-`--mermaid` the dependency graph. Secrets written by `pulumi config set --secret [--path]` (`{"secure": ...}`, at
-any depth) plan as mock values of the right shape. Invalid config, a stack file or `-c` value that is not YAML:
-exit 2, one line on stderr, nothing registered.
+prints the resource tree. `--json` prints one deterministic object, versioned and described in docs/plan-json.md
+(schema: components/plan_view/plan.schema.json): `{"version", "stack", "against", "resources", "deleted",
+"outputs", "unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` map the JSON
+pointer of each value the mocks made up to why a real preview would not know it. `--markdown` prints a
+pull-request summary (what changes against tests/golden/ first), `--mermaid` the dependency graph. Secrets
+written by `pulumi config set --secret [--path]` (`{"secure": ...}`, at any depth) plan as mock values of the
+right shape. Invalid config, a stack file or `-c` value that is not YAML: exit 2, one line on stderr, nothing
+registered.
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ import json
 import os
 import runpy
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from components.mocks import Invented
+from components.plan_view.model import Plan
 from components.plan_view.unknowns import unknown_paths
+
+__all__ = ["ROOT", "Plan", "PlanInputError", "main", "read_stack_config", "run", "stacks"]
 
 ROOT = Path(__file__).resolve().parent.parent
 MOCK_SECRET = "mock-secret-value"
@@ -41,39 +45,6 @@ def stacks(root: Path = ROOT) -> list[str]:
 
 class PlanInputError(ValueError):
     """A stack file or `-c` override that cannot be read."""
-
-
-@dataclass
-class Plan:
-    """One planned stack: every registration, the component outputs and the stack outputs."""
-
-    stack: str
-    resources: list[dict[str, Any]]
-    outputs: dict[str, Any]
-    component_outputs: dict[str, dict[str, Any]]
-    unknown_outputs: dict[str, str] = field(default_factory=dict)
-    """Output paths whose value the mocks made up, with why a real preview would not know it."""
-    invented: Invented = field(default_factory=Invented)
-    """The mocks' registry of made-up values, for the views to hide."""
-    kinds: dict[str, str] = field(default_factory=dict)
-    """Each resource name's kind: `resource`, `component` or `provider`."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"stack": self.stack, "resources": self.resources, "outputs": self.outputs,
-                "unknownOutputs": self.unknown_outputs}
-
-    def to_json(self) -> str:
-        return json.dumps(self.as_dict(), indent=2, sort_keys=True)
-
-    def find(self, type_: str, name: str | None = None) -> list[dict[str, Any]]:
-        """Resources of a type (the full token), optionally of one name."""
-        return [r for r in self.resources if r["type"] == type_ and (name is None or r["name"] == name)]
-
-    def one(self, type_: str, name: str | None = None) -> dict[str, Any]:
-        found = self.find(type_, name)
-        if len(found) != 1:
-            raise AssertionError(f"expected one {type_} {name or ''}, found {[r['name'] for r in found]}")
-        return found[0]
 
 
 def _load_yaml(text: str, where: str) -> Any:
@@ -165,23 +136,18 @@ def _order(registrations: list[Any]) -> list[Any]:
     children: dict[str, list[str]] = {}
     for r in registrations:
         children.setdefault(r.parent, []).append(r.urn)
-
-    def subtree(urn: str) -> set[str]:
-        found = {urn}
-        for child in children.get(urn, []):
-            found |= subtree(child)
-        return found
+    subtrees: dict[str, frozenset[str]] = {}
+    for r in reversed(registrations):  # a child registers after its parent: children are done first
+        subtrees[r.urn] = frozenset({r.urn}).union(*(subtrees[c] for c in children.get(r.urn, [])))
 
     # A component waits for whatever its children wait for outside it, so the tree reads in deployment order.
-    waits_for: dict[str, set[str]] = {}
-    for r in registrations:
-        inside = subtree(r.urn)
-        outside = {d for u in inside for d in _waits_on(by_urn[u])} - inside
-        waits_for[r.urn] = {r.parent, *outside} - {u for u in outside if r.urn in subtree(u)}
     edges: dict[str, set[str]] = {r.urn: set() for r in registrations}
     indegree = dict.fromkeys(by_urn, 0)
     for r in registrations:
-        for before in waits_for[r.urn]:
+        inside = subtrees[r.urn]
+        outside = {d for u in inside for d in _waits_on(by_urn[u])} - inside
+        waits_for = {r.parent, *outside} - {u for u in outside if u in subtrees and r.urn in subtrees[u]}
+        for before in waits_for:
             if before in by_urn and r.urn not in edges[before]:
                 edges[before].add(r.urn)
                 indegree[r.urn] += 1
@@ -265,8 +231,8 @@ def _run_in_fresh_context(
             "parent": names.get(r.parent),
             "dependsOn": sorted({names[d] for d in r.dependencies if d in names}),
             "inputs": r.inputs,
-            **({"options": r.options} if r.options else {}),
-            **({"unknownInputs": unknown} if (unknown := unknown_paths(r.inputs, invented)) else {}),
+            "options": r.options,
+            "unknownInputs": unknown_paths(r.inputs, invented),
         }
         for r in _order(monitor.registrations)
     ]
@@ -290,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value; dotted keys set nested values")
     parser.add_argument("--root", type=Path, default=ROOT, help="directory of Pulumi.STACK.yaml and __main__.py")
+    parser.add_argument("--against", type=Path, metavar="PLAN",
+                        help="a golden plan (file, or folder of STACK.json) to compare with: --json then gives each "
+                             "resource's operation against it; --markdown compares with tests/golden/ by default")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from components.contracts.errors import input_error_in
@@ -308,10 +277,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from components.plan_view import golden, markdown, mermaid, text
 
+    against = args.against or golden.GOLDEN_DIR
+    against_name = str(args.against) if args.against else f"tests/golden/{args.stack}.json"
     if args.json:
-        shown = plan.to_json()
+        document = plan.as_dict()
+        if args.against:
+            from components.plan_view.diff import annotate
+
+            base = golden.golden_plan(args.stack, against)
+            if base is None:
+                print(f"error: --against {args.against}: no plan of {args.stack} there", file=sys.stderr)
+                return 2
+            document = annotate(document, markdown.stack_diff(plan, base, against_name))  # type: ignore[arg-type]
+        shown = json.dumps(document, indent=2, sort_keys=True)
     elif args.markdown:
-        shown = markdown.render(plan, golden=golden.golden_plan(args.stack))
+        shown = markdown.render(plan, golden=golden.golden_plan(args.stack, against), golden_name=against_name)
     elif args.mermaid:
         shown = mermaid.render(plan)
     else:

@@ -32,7 +32,8 @@ def test_every_stack_file_plans_with_a_verification_output(stack: str, plan_stac
 def test_json_plan_is_byte_identical_across_runs(stack: str) -> None:
     first, second = run(stack).to_json(), run(stack).to_json()
     assert first == second
-    assert set(json.loads(first)) == {"stack", "resources", "outputs", "unknownOutputs"}
+    assert set(json.loads(first)) == {"version", "stack", "against", "resources", "deleted", "outputs",
+                                      "unknownOutputs"}
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -16,7 +16,7 @@ from components.plan import Plan, main, run
 from components.plan_view import markdown, mermaid, text
 from components.plan_view.golden import golden_plan
 from components.plan_view.graph import AFTER_SHOWN, Graph
-from components.plan_view.unknowns import mask, unknown_paths
+from components.plan_view.unknowns import mask, pointer, unknown_paths
 from tests.conftest import ROOT, STACKS
 
 EXISTING_HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
@@ -42,12 +42,13 @@ def _made_up_by(answers: Any) -> list[str]:
     return [v for v in values if v != answers.id_suffix]
 
 
-def _leaves(value: Any, path: str = "") -> dict[str, Any]:
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> dict[str, Any]:
+    """Each leaf by its JSON pointer."""
     if isinstance(value, dict) and value:
-        return {p: v for k, sub in value.items() for p, v in _leaves(sub, f"{path}.{k}" if path else k).items()}
+        return {p: v for k, sub in value.items() for p, v in _leaves(sub, (*path, k)).items()}
     if isinstance(value, list) and value:
-        return {p: v for i, sub in enumerate(value) for p, v in _leaves(sub, f"{path}[{i}]").items()}
-    return {path: value}
+        return {p: v for i, sub in enumerate(value) for p, v in _leaves(sub, (*path, i)).items()}
+    return {pointer(path): value}
 
 
 @pytest.fixture(scope="module", params=VARIANTS, ids=VARIANT_IDS)
@@ -70,24 +71,24 @@ def test_json_marks_every_value_that_depends_on_the_mocks_answers(two_worlds) ->
     usual, alternate = two_worlds
     for mine, theirs in zip(usual.resources, alternate.resources, strict=True):
         differ = {p for p, v in _leaves(mine["inputs"]).items() if _leaves(theirs["inputs"]).get(p) != v}
-        assert differ <= set(mine.get("unknownInputs", {})), f"{mine['name']}: unmarked made-up inputs {differ}"
+        assert differ <= set(mine["unknownInputs"]), f"{mine['name']}: unmarked made-up inputs {differ}"
     differ = {p for p, v in _leaves(usual.outputs).items() if _leaves(alternate.outputs).get(p) != v}
     assert differ <= set(usual.unknown_outputs), f"unmarked made-up outputs {differ}"
 
 
 def test_the_k3s_address_and_ssh_command_are_unknown_until_the_vm_exists(plan_stack) -> None:
     plan = plan_stack("k3s")
-    assert plan.unknown_outputs == {"externalIp": "known after create", "sshCommand": "known after create"}
+    assert plan.unknown_outputs == {"/externalIp": "known after create", "/sshCommand": "known after create"}
     shown = text.render(plan)
     assert "  externalIp: (known after create)" in shown
-    assert "ssh -i k3s-key ubuntu@(known after create)" in shown
+    assert "ssh -i k3s-key ubuntu@(known after create)" in re.sub(r"\n +", " ", shown)  # a long line continues
 
 
 def test_a_pinned_gke_version_is_the_programs_value_and_shows(plan_stack) -> None:
     looked_up = plan_stack("gke")
-    assert looked_up.one("gcp:container/cluster:Cluster")["unknownInputs"] == {"minMasterVersion": LOOKED_UP}
+    assert looked_up.one("gcp:container/cluster:Cluster")["unknownInputs"] == {"/minMasterVersion": LOOKED_UP}
     pinned = plan_stack("gke", "gpushare:gke.kubernetesVersion=1.35.3-gke.1000000")
-    assert "unknownInputs" not in pinned.one("gcp:container/cluster:Cluster")
+    assert pinned.one("gcp:container/cluster:Cluster")["unknownInputs"] == {}
     assert "version: 1.35.3-gke.1000000" in text.render(pinned)
 
 
@@ -98,8 +99,8 @@ def test_unknown_paths_and_mask_find_made_up_values_inside_larger_ones() -> None
     invented.add_exact("deployed")
     value = {"ssh": "ubuntu@203.0.113.20", "versions": ["1.35.6-gke.1250000"], "state": "deployed",
              "note": "not deployed yet", "count": 3}
-    assert unknown_paths(value, invented) == {"ssh": "known after create", "versions[0]": LOOKED_UP,
-                                              "state": "known after create"}
+    assert unknown_paths(value, invented) == {"/ssh": "known after create", "/versions/0": LOOKED_UP,
+                                              "/state": "known after create"}
     assert mask(value, invented) == {"ssh": "ubuntu@(known after create)", "versions": [f"({LOOKED_UP})"],
                                      "state": "(known after create)", "note": "not deployed yet", "count": 3}
 
@@ -220,11 +221,15 @@ def test_a_resource_is_listed_after_its_provider(stack: str, plan_stack) -> None
         assert position[r["options"]["provider"]] < position[r["name"]], r["name"]
 
 
-def test_multi_line_outputs_are_indented_and_long_structured_ones_point_to_json(plan_stack) -> None:
+def test_the_proof_report_is_folded_to_one_line_and_long_structured_outputs_point_to_json(plan_stack) -> None:
     plan = plan_stack("gke")
     outputs = text.render(plan).split("\noutputs:\n")[1].splitlines()
     assert all(line.startswith("  ") or not line for line in outputs)
-    assert "  report: |" in outputs and "    # GPU sharing proof" in outputs
+    report = [line for line in outputs if line.startswith("  report:")]
+    lines = plan.outputs["report"].rstrip("\n").count("\n") + 1
+    assert report == [f"  report: {lines} lines, folded: # GPU sharing proof … (`pulumi stack output report` after "
+                      "`up`; --json here)"]
+    assert "    # GPU sharing proof" not in outputs
     verification = next(line for line in outputs if line.startswith("  verification:"))
     assert "--json" in verification
     assert json.dumps(plan.outputs["verification"]["checks"][0]["expected"]) not in verification
@@ -251,17 +256,19 @@ def test_markdown_has_a_row_for_every_real_resource_and_matches_the_golden_plan(
 def test_markdown_lists_what_changed_against_the_golden_plan(plan_stack) -> None:
     plan = plan_stack("gke", "gpushare:gke.nodeCount=2")
     shown = markdown.render(plan, golden=golden_plan("gke"))
-    assert "- `gke-gpu-pool` inputs.nodeCount: 3 → 2" in shown
-    assert "- output gpuNodeCount: 3 → 2" in shown
+    assert shown.startswith("### gke: 1 to update, 2 outputs changed\n")
+    assert "**`~ update`** `gke-gpu-pool` (NodePool)\n\n- `/nodeCount`: `3` → `2`" in shown
+    assert "- `/gpuNodeCount`: `3` → `2`" in shown
 
 
 def test_markdown_of_an_override_shows_what_it_changes_against_the_golden_plan(capsys) -> None:
     assert main(["gke", "--markdown", "-c", "gpushare:gke.nodeCount=2"]) == 0
-    assert "- `gke-gpu-pool` inputs.nodeCount: 3 → 2" in capsys.readouterr().out
+    assert "- `/nodeCount`: `3` → `2`" in capsys.readouterr().out
 
 
 def test_markdown_says_when_there_is_no_golden_plan_to_compare(plan_stack) -> None:
-    assert "No golden plan `tests/golden/gke.json` to compare with." in markdown.render(plan_stack("gke"), golden=None)
+    shown = markdown.render(plan_stack("gke"), golden=None)
+    assert shown.startswith("### gke: no golden plan `tests/golden/gke.json` to compare with")
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -299,7 +306,7 @@ def test_mermaid_has_every_resource_and_a_path_for_every_dependency(stack: str, 
 def test_cli_prints_markdown_and_mermaid(flag: str, capsys) -> None:
     assert main(["k3s", flag]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("### Offline plan of `k3s`" if flag == "--markdown" else "flowchart ")
+    assert out.startswith("### k3s: no change" if flag == "--markdown" else "flowchart ")
 
 
 def test_cli_stops_quietly_when_its_reader_stops_early() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -168,41 +169,48 @@ def test_workflow_posts_the_offline_plan_and_graph_on_the_pull_request() -> None
     assert workflow["permissions"]["pull-requests"] == "write"
 
 
-def test_the_comment_holds_each_stacks_markdown_and_a_mermaid_graph(capsys) -> None:
+def test_the_comment_holds_each_stacks_summary_then_its_plan_folded(capsys) -> None:
     assert comment.main(["k3s", "gke"]) == 0
     shown = capsys.readouterr().out
-    assert shown.index("### Offline plan of `k3s`") < shown.index("### Offline plan of `gke`")
-    assert shown.count("```mermaid\nflowchart ") == 2
-    assert "Same as `tests/golden/k3s.json`." in shown
+    assert shown.startswith(f"{comment.TITLE}\n\n- k3s: no change\n- gke: no change\n")
+    assert shown.index("<details><summary>k3s: ") < shown.index("<details><summary>gke: ")
 
 
-def test_the_comment_shows_what_changed_against_the_base_branchs_golden_plans(tmp_path, capsys) -> None:
+def _changed_base(tmp_path) -> Path:
     base = tmp_path / "main"
     base.mkdir()
     golden = json.loads((ROOT / "tests" / "golden" / "k3s.json").read_text())
     firewall = next(r for r in golden["resources"] if r["name"] == "k3s-vm-firewall")
     firewall["inputs"]["sourceRanges"] = ["0.0.0.0/0"]
     (base / "k3s.json").write_text(json.dumps(golden))
-    assert comment.main(["k3s", "--against", str(base)]) == 0
+    return base
+
+
+def test_the_comment_shows_what_changed_against_the_base_branchs_golden_plans(tmp_path, capsys) -> None:
+    assert comment.main(["k3s", "--against", str(_changed_base(tmp_path))]) == 0
     shown = capsys.readouterr().out
-    assert "`tests/golden/k3s.json of main` → this plan:" in shown
-    assert '- `k3s-vm-firewall` inputs.sourceRanges[0]: "0.0.0.0/0" → "198.51.100.7/32"' in shown
+    assert "\n- k3s: 1 to update\n" in shown
+    assert "Against `tests/golden/k3s.json of main`:" in shown
+    assert "**`~ update`** `k3s-vm-firewall` (Firewall)" in shown
+    assert '  - "0.0.0.0/0"\n  + "198.51.100.7/32"' in shown
+    assert "```mermaid\nflowchart " in shown and shown.index("<details><summary>Full plan") < shown.index("```mermaid")
 
 
 def test_the_comment_of_every_stack_fits_in_one_github_comment(capsys) -> None:
     assert comment.main([]) == 0
     shown = capsys.readouterr().out
     assert len(shown) < comment.GITHUB_COMMENT_LIMIT
-    assert all(f"### Offline plan of `{stack}`" in shown for stack in comment.stacks())
+    assert all(f"- {stack}: " in shown for stack in comment.stacks())
 
 
-def test_a_comment_past_githubs_limit_drops_the_graphs_then_is_cut(monkeypatch) -> None:
-    whole = comment.render(["k3s"])
+def test_a_comment_past_githubs_limit_drops_the_graphs_then_is_cut(tmp_path, monkeypatch) -> None:
+    base = _changed_base(tmp_path)
+    whole = comment.render(["k3s"], base)
     monkeypatch.setattr(comment, "GITHUB_COMMENT_LIMIT", len(whole) - 1)
-    without_graphs = comment.render(["k3s"])
-    assert "```mermaid" not in without_graphs and "### Offline plan of `k3s`" in without_graphs
+    without_graphs = comment.render(["k3s"], base)
+    assert "```mermaid" not in without_graphs and "k3s-vm-firewall" in without_graphs
     monkeypatch.setattr(comment, "GITHUB_COMMENT_LIMIT", 2000)
-    cut = comment.render(["k3s"])
+    cut = comment.render(["k3s"], base)
     assert len(cut) < 2000 and cut.endswith(comment.CUT)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -84,12 +85,34 @@ def private_key(i: dict[str, Any]) -> list[Field]:
     return [("algorithm", _text(i.get("algorithm")))]
 
 
+SHELL_WORDS = {"if", "then", "else", "elif", "fi", "for", "while", "do", "done", "case", "esac", "export", ".", "!",
+               "{", "}", "local", "set", "exit", "until", "sudo", "bash",
+               "echo", "true", "false", "||", "&&", "|", "cat", "sh", "-"}
+
+
+def programs(script: str) -> list[str]:
+    """The programs a shell script runs, in first-use order: what it does, named, without its every line."""
+    found: list[str] = []
+    for line in script.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or re.fullmatch(r"[A-Z_]+|\)\"?", line):
+            continue
+        for part in re.split(r"[;|&]+|\$\(|\bthen\b|\belse\b", line):
+            words = [w for w in part.split() if "=" not in w or w.startswith("-")]
+            word = next((w for w in words if w not in SHELL_WORDS), None)
+            if word and re.fullmatch(r"[a-z][a-z0-9._/-]*", word) and word not in found:
+                found.append(word.rsplit("/", 1)[-1])
+    return found
+
+
 def command(i: dict[str, Any]) -> list[Field]:
     fields = []
     for key in ("create", "delete"):
         if i.get(key):
             script = i[key]
-            fields.append((key, f"a {script.count(chr(10)) + 1}-line script (--json)" if "\n" in script else script))
+            runs = ", ".join(programs(script))
+            fields.append((key, f"a {script.count(chr(10)) + 1}-line script running {runs} (--markdown diffs it, "
+                                "--json has it)" if "\n" in script else script))
     return fields
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from components.plan_view.graph import Graph
 
 if TYPE_CHECKING:
-    from components.plan import Plan
+    from components.plan_view.model import Plan
 
 
 def node_id(name: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from components.plan_view.fields import review_fields
@@ -10,12 +11,14 @@ from components.plan_view.graph import Graph, after_text
 from components.plan_view.unknowns import mask
 
 if TYPE_CHECKING:
-    from components.plan import Plan
+    from components.plan_view.model import Plan
 
 OUTPUT_JSON_LIMIT = 200
 """A structured output longer than this as JSON is summarised, with a pointer to --json."""
-OUTPUT_LINES_LIMIT = 40
-"""A multi-line output longer than this shows its first lines and a pointer to --json."""
+OUTPUT_LINES_LIMIT = 12
+"""A multi-line output longer than this is folded to its first line and a pointer to where it is whole."""
+WIDTH = 120
+"""No line of the tree is wider: a longer one continues on the next, under its own indent."""
 
 
 def header(plan: Plan) -> str:
@@ -39,10 +42,10 @@ def output_lines(name: str, value: Any, indent: str = "  ") -> list[str]:
     """One output: whole, multi-line text indented under its name, or a summary that points to --json."""
     if isinstance(value, str) and "\n" in value:
         body = value.rstrip("\n").splitlines()
-        cut = body[:OUTPUT_LINES_LIMIT]
-        left = len(body) - len(cut)
-        more = [f"{indent}  … {left} more lines: --json has the whole output"] if left else []
-        return [f"{indent}{name}: |", *(f"{indent}  {line}".rstrip() for line in cut), *more]
+        if len(body) > OUTPUT_LINES_LIMIT:
+            return [f"{indent}{name}: {len(body)} lines, folded: {body[0].strip()} … "
+                    f"(`pulumi stack output {name}` after `up`; --json here)"]
+        return [f"{indent}{name}: |", *(f"{indent}  {line}".rstrip() for line in body)]
     if isinstance(value, str):
         return [f"{indent}{name}: {value}"]
     compact = json.dumps(value, sort_keys=True)
@@ -62,6 +65,17 @@ def _is_scalar(value: Any) -> bool:
 
 def _scalar(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def wrap(line: str, width: int = WIDTH) -> list[str]:
+    """A line no wider than `width`: the rest continues under the text's indent (tree bars kept)."""
+    if len(line) <= width:
+        return [line]
+    body = line.lstrip("│├└─ ")
+    lead = line[: len(line) - len(body)]
+    follow = lead.replace("├─", "│ ").replace("└─", "  ") + "    "
+    return textwrap.wrap(body, width=width, initial_indent=lead, subsequent_indent=follow,
+                         break_long_words=True, break_on_hyphens=False) or [line[:width]]
 
 
 def render(plan: Plan) -> str:
@@ -86,4 +100,4 @@ def render(plan: Plan) -> str:
     lines.append("outputs:")
     for name, value in mask(plan.outputs, plan.invented).items():
         lines.extend(output_lines(name, value))
-    return "\n".join(lines)
+    return "\n".join(wrapped for line in lines for wrapped in wrap(line))

@@ -1,19 +1,20 @@
 """Golden plans: `python -m tests.golden.regenerate` rewrites tests/golden/<name>.json; `--check` diffs them.
 
-A PR's diff of these files is its preview diff, without credentials. Long strings (probe sources, scripts)
-are replaced by their digest, so the file stays readable while any change to them still shows. Each stack has
-a second golden plan, `<stack>-mirrored.json`: the same stack behind registry mirrors and a private chart registry.
+A PR's diff of these files is its preview diff, without credentials. Multi-line strings (scripts, probe sources)
+are written one line an element, so a change to them shows as changed lines; made-up values read as unknown.
+Each stack has a second golden plan, `<stack>-mirrored.json`: the same stack behind registry mirrors and a
+private chart registry.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import sys
 
 from components.plan import ROOT, run, stacks
-from components.plan_view.golden import GOLDEN_DIR, sanitize
+from components.plan_view import golden as golden_form
+from components.plan_view.golden import GOLDEN_DIR
 
 GOLDEN = GOLDEN_DIR
 
@@ -48,8 +49,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
 
 
 def render(stack: str, overrides: list[str] | None = None) -> str:
-    plan = run(stack, overrides or [])
-    return json.dumps(sanitize(plan.as_dict()), indent=2, sort_keys=True) + "\n"
+    return golden_form.render(run(stack, overrides or []))
 
 
 def main(argv: list[str] | None = None) -> int:
