@@ -4,6 +4,7 @@ the gke-mps / gke-time-sharing stacks as the offline plan shows them."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -280,7 +281,7 @@ def test_overcommit_rejected_fails_when_the_node_took_a_client_too_many() -> Non
 @pytest.mark.parametrize(("stack", "strategy", "ipc"),
                          [("gke-mps", "MPS", True), ("gke-time-sharing", "TIME_SHARING", False)])
 def test_offline_plan_view_shows_the_pools_sharing_and_what_the_pods_select(stack, strategy, ipc, plan_stack) -> None:
-    view = text.render(plan_stack(stack))
+    view = re.sub(r",\n[│ ]+", ", ", text.render(plan_stack(stack)))  # a field folded at 120 characters, rejoined
     assert f"shared by {strategy} among 2 clients per GPU" in view
     assert view.count(f"node selector: {STRATEGY}={stack.removeprefix('gke-')}, {CLIENTS}=2") == 3
     assert view.count("host IPC: yes") == (3 if ipc else 0)

@@ -328,7 +328,7 @@ def test_a_real_preview_shows_the_verdict_as_unknown_and_the_offline_plan_shows_
     assert offline.outputs["verification"]["passed"] is None and offline.outputs["verification"]["checks"]
     monkeypatch.setattr(collect, "is_offline_plan", lambda: False)  # what a `pulumi preview` on the engine sees
     real = fresh_plan("k3s")
-    assert (real.outputs["verification"], real.outputs["report"]) == ("[unknown]", "[unknown]")
+    assert (real.outputs["verification"], real.outputs["report"], real.outputs["gpuAudit"]) == ("[unknown]",) * 3
 
 
 def test_up_refuses_a_documentation_address_that_a_preview_shows_marked(

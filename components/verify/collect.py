@@ -242,6 +242,7 @@ class Verifier(pulumi.ComponentResource):
             self.verification = unknown_output()
             self.report = unknown_output()
             self.ghost_quota = None
+            self.gpu_audit = unknown_output()
         elif pulumi.runtime.is_dry_run():
             planned = planned_verification(expect)
             self.verification = planned
