@@ -186,6 +186,21 @@ class Nvml:
             raise ProbeError("nvmlDeviceGetMemoryInfo failed")
         return mem.total, mem.free
 
+    def process_used(self, pid: int) -> int | None:
+        """Bytes NVML counts for process `pid` on device 0 (the count HAMi-core charges a context by, src/utils.c);
+        None when NVML does not list it (a container's PIDs are not the host's)."""
+
+        class Info(ctypes.Structure):  # nvmlProcessInfo_v1_t, what the unversioned call fills (nvml.h)
+            _fields_ = (("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong))
+
+        call = getattr(self.lib, "nvmlDeviceGetComputeRunningProcesses", None)
+        infos, count = (Info * 256)(), ctypes.c_uint(256)
+        if call is None or call(self.handle, ctypes.byref(count), infos) != 0:
+            return None
+        used = [infos[i].usedGpuMemory for i in range(min(count.value, 256)) if infos[i].pid == pid]
+        # NVML_VALUE_NOT_AVAILABLE is all ones: no count, not a huge one.
+        return used[0] if used and used[0] < (1 << 62) else None
+
     def uuid(self) -> str | None:
         buf = ctypes.create_string_buffer(96)
         if self.lib.nvmlDeviceGetUUID(self.handle, buf, 96) != 0:

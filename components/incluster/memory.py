@@ -19,10 +19,7 @@ import argparse
 import json
 import math
 import os
-import re
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,7 +31,6 @@ from _cuda import (
     CudaError,
     ProbeError,
     captured_stderr,
-    finding,
     fit_result,
     mechanism_of,
     now_iso,
@@ -42,6 +38,21 @@ from _cuda import (
     preload_evidence,
     touch,
     write_result_file,
+)
+from memory_findings import (  # noqa: F401 (the findings and the OOM line's reader, named here for callers)
+    CHILD_TIMEOUT_S,
+    ChildRunner,
+    all_findings,
+    charge_finding,
+    context_charge_finding,
+    context_finding,
+    fresh_cache_finding,
+    mps_pinned_finding,
+    mps_pipe_finding,
+    own_context_mib,
+    own_limit_finding,
+    parse_oom_line,
+    run_child,
 )
 
 # The HAMi-core env that says this process is memory-limited (HAMi sets the indexed one, KAI's binder the other).
@@ -61,27 +72,10 @@ ENV_KEYS = (
 CHUNK_MIB = 256
 MAX_CHUNKS = 4096
 """1 TiB of chunks: a bound for a view that hides memory it does not stop us taking."""
-CHILD_TIMEOUT_S = 90
 NEAR_MIB = 64
 """How far below the reported free memory the search looks second, before halving."""
 DROP_ORDER = ("hami_oom_lines", "phases.sweep", "ld_so_preload", "preload.listed", "findings", "env", "phases")
 """What the result file loses first when it must fit a 4096-byte termination message."""
-
-_OOM = re.compile(r"Device\s+(\d+)\s+OOM\s+(\d+)\s*/\s*(\d+)")
-
-
-def parse_oom_line(line: str) -> tuple[int, int, int] | None:
-    """HAMi-core's refusal line → (device, used + request bytes, limit bytes), or None for any other line.
-
-    `[HAMI-core ERROR (pid:479 thread=… allocator.c:52)]: Device 0 OOM 4401922048 / 4194304000`;
-    the thread= field is absent in some builds.
-    """
-    match = _OOM.search(line)
-    if not match:
-        return None
-    device, used, limit = (int(g) for g in match.groups())
-    return device, used, limit
-
 
 def search_bound(total_mib: int) -> int:
     """The most allocation calls the search may make on a card of `total_mib`."""
@@ -188,6 +182,7 @@ def new_result(expected_limit_mib: int | None) -> dict[str, Any]:
         "largest_alloc_mib": None,
         "search_calls": 0,
         "context_overhead_mib": None,
+        "own_context_mib": None,
         "phases": {"hold": None, "sweep": [], "chunks": None},
         "findings": [],
         "hami_oom_lines": [],
@@ -283,174 +278,6 @@ def chunks_phase(alloc: Allocator, log: Callable[[str], None]) -> dict:
     return {"chunk_mib": CHUNK_MIB, "allocated_mib": len(held) * CHUNK_MIB, "calls": calls, "error": error}
 
 
-ChildRunner = Callable[[str, int, dict[str, str]], dict[str, Any]]
-
-
-def run_child(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
-    """This file again in a child process (`--child MODE`), bounded in time; its last stdout line is JSON."""
-    argv = [sys.executable, os.path.abspath(__file__), "--child", mode, "--child-mib", str(mib)]
-    try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "allocated": False, "error": f"timed out after {CHILD_TIMEOUT_S} s", "stderr": ""}
-    lines = done.stdout.strip().splitlines()
-    try:
-        answer = json.loads(lines[-1]) if lines else {}
-    except json.JSONDecodeError:
-        answer = {}
-    if not answer:
-        answer = {"ok": False, "allocated": False, "error": f"child exited {done.returncode} without a result"}
-    answer["stderr"] = done.stderr
-    return answer
-
-
-def _said(answer: dict[str, Any], mib: int) -> str:
-    if answer.get("allocated"):
-        return f"got {mib} MiB"
-    return f"was refused {mib} MiB ({answer.get('cuda_error') or answer.get('error')})"
-
-
-def _fresh_cache() -> str:
-    return os.path.join(tempfile.mkdtemp(prefix="gpushare-"), "fresh.cache")
-
-
-def _collect(oom: list[str], *answers: dict[str, Any]) -> None:
-    for answer in answers:
-        oom.extend(line for line in answer.get("stderr", "").splitlines() if parse_oom_line(line))
-
-
-def fresh_cache_finding(alloc: Allocator, quota_mib: int, runner: ChildRunner, oom: list[str]) -> dict[str, Any]:
-    """Hold half the quota here; a child on a fresh shared-cache file asks for three quarters more."""
-    held_mib, child_mib = quota_mib // 2, quota_mib - quota_mib // 4
-    cache = _fresh_cache()
-    tried = (f"a child process with CUDA_DEVICE_MEMORY_SHARED_CACHE={cache} (a fresh file) allocating {child_mib} MiB "
-             f"while this process holds {held_mib} MiB of a {quota_mib} MiB quota")  # fmt: skip
-    held, err = alloc.take(held_mib)
-    if held is None:
-        return finding("fresh-cache-file", tried, f"could not hold {held_mib} MiB here ({err})", None,
-                        "this process could not hold its share first")  # fmt: skip
-    try:
-        control = runner("alloc", child_mib, dict(os.environ))
-        fresh = runner("alloc", child_mib, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": cache})
-    finally:
-        alloc.cuda.free(held)
-    _collect(oom, control, fresh)
-    observed = (
-        f"a child sharing this process's cache file {_said(control, child_mib)}; "
-        f"one with a fresh file {_said(fresh, child_mib)}"
-    )
-    if control.get("allocated"):
-        why = "a child on this process's own cache file was not held to the quota either: nothing shared to bypass"
-        return finding("fresh-cache-file", tried, observed, None, why)
-    if fresh.get("allocated"):
-        observed += f": together {held_mib + child_mib} MiB, over the {quota_mib} MiB quota"
-    return finding("fresh-cache-file", tried, observed, bool(fresh.get("allocated")))
-
-
-def own_limit_finding(quota_mib: int, runner: ChildRunner, oom: list[str]) -> dict[str, Any]:
-    """A child with a fresh cache file and its own, larger CUDA_DEVICE_MEMORY_LIMIT_0 asks twice the quota."""
-    ask = 2 * quota_mib  # not capped by the card: under HAMi-core this process sees only its quota
-    raised = {"CUDA_DEVICE_MEMORY_LIMIT_0": f"{4 * quota_mib}m", "CUDA_DEVICE_MEMORY_LIMIT": f"{4 * quota_mib}m"}
-    cache = _fresh_cache()
-    tried = (f"a child process with CUDA_DEVICE_MEMORY_LIMIT_0={4 * quota_mib}m and a fresh "
-             f"CUDA_DEVICE_MEMORY_SHARED_CACHE allocating {ask} MiB (quota {quota_mib} MiB)")  # fmt: skip
-    control = runner("alloc", ask, {**os.environ, **raised})
-    fresh = runner("alloc", ask, {**os.environ, **raised, "CUDA_DEVICE_MEMORY_SHARED_CACHE": cache})
-    _collect(oom, control, fresh)
-    observed = (
-        f"with this process's cache file the child {_said(control, ask)}; with a fresh file it {_said(fresh, ask)}"
-    )
-    if control.get("allocated"):
-        why = "a raised limit on this process's own cache file was not refused either: nothing pinned to get around"
-        return finding("own-limit-fresh-cache", tried, observed, None, why)
-    return finding("own-limit-fresh-cache", tried, observed, bool(fresh.get("allocated")))
-
-
-def context_finding(largest_mib: int, overhead_mib: int | None, quota_mib: int, runner: ChildRunner,
-                    oom: list[str]) -> dict[str, Any]:  # fmt: skip
-    """A fresh child makes its own context (cuCtxCreate) and asks more than fits beside a charged context.
-
-    HAMi-core charges the context in its cuDevicePrimaryCtxRetain hook, not in cuCtxCreate_v2's (src/cuda/context.c).
-    The control is the same ask on the primary context of a fresh child: only a refusal there and a success on
-    the created context shows that the created context escaped the charge.
-    """
-    ask = largest_mib + max((overhead_mib or 0) // 2, 1)
-    tried = (f"a child process on a context from cuCtxCreate (not the primary context), on a fresh cache file, "
-             f"allocating {ask} MiB: it fits the {quota_mib} MiB quota only if that context is uncharged")  # fmt: skip
-    if largest_mib >= quota_mib or not overhead_mib:
-        why = "the primary context is not charged below the quota here, so there is no charge to escape"
-        return finding("cuctxcreate-context", tried, f"largest allocation {largest_mib} MiB", None, why)
-    control = runner("alloc", ask, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": _fresh_cache()})
-    created = runner("ctx-create", ask, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": _fresh_cache()})
-    _collect(oom, control, created)
-    observed = (f"on its primary context a fresh child {_said(control, ask)}; on a cuCtxCreate context it "
-                f"{_said(created, ask)} (this process's largest allocation: {largest_mib} MiB)")  # fmt: skip
-    if not created.get("ok"):
-        return finding("cuctxcreate-context", tried, observed, None, str(created.get("error")))
-    if control.get("allocated"):
-        why = "a fresh child's primary context was not charged either, so this ask cannot single out cuCtxCreate"
-        return finding("cuctxcreate-context", tried, observed, None, why)
-    return finding("cuctxcreate-context", tried, observed, bool(created.get("allocated")))
-
-
-def mps_pinned_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
-    """An MPS client that sets its own, larger CUDA_MPS_PINNED_DEVICE_MEM_LIMIT asks twice the quota."""
-    ask = 2 * quota_mib
-    value = f"0={4 * quota_mib}M"
-    tried = f"a child MPS client with CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={value} allocating {ask} MiB (quota {quota_mib})"
-    control = runner("alloc", ask, dict(os.environ))
-    raised = runner("alloc", ask, {**os.environ, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": value})
-    observed = f"with the Pod's limit the child {_said(control, ask)}; with its own it {_said(raised, ask)}"
-    if control.get("allocated"):
-        return finding("mps-own-pinned-limit", tried, observed, None, "the Pod's own limit did not hold in a child")
-    return finding("mps-own-pinned-limit", tried, observed, bool(raised.get("allocated")))
-
-
-def mps_pipe_finding(quota_mib: int, runner: ChildRunner) -> dict[str, Any]:
-    """A child that points CUDA_MPS_PIPE_DIRECTORY at an empty directory, so it is no MPS client at all."""
-    ask = 2 * quota_mib
-    empty = tempfile.mkdtemp(prefix="gpushare-no-mps-")
-    tried = f"a child process with CUDA_MPS_PIPE_DIRECTORY={empty} (no MPS server there) allocating {ask} MiB"
-    answer = runner("alloc", ask, {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": empty})
-    observed = f"the child {_said(answer, ask)}"
-    if answer.get("allocated"):
-        observed += ": it ran outside MPS, where no pinned limit applies (the card's compute mode lets it)"
-    return finding("mps-pipe-directory", tried, observed, bool(answer.get("allocated")) if answer.get("ok") else None,
-                    answer.get("error"))  # fmt: skip
-
-
-def all_findings(alloc: Allocator, result: dict[str, Any], runner: ChildRunner, log: Callable[[str], None]) -> None:
-    """The mechanism's findings, appended to `result` as each one finishes."""
-    quota = result["expected_limit_mib"] or result["visible_total_mib"] or 0
-    oom: list[str] = []
-    ids = ("mps-own-pinned-limit", "mps-pipe-directory") if result["mechanism"] == "mps" else (
-        "fresh-cache-file", "own-limit-fresh-cache")  # fmt: skip
-    largest = result.get("largest_alloc_mib")
-    if largest is None or largest > quota:
-        why = f"the {quota} MiB quota did not hold in this process itself (largest allocation {largest} MiB)"
-        for fid in (*ids, "cuctxcreate-context"):
-            result["findings"].append(finding(fid, "nothing: there is no limit here to get around", why, None, why))
-        return
-    if result["mechanism"] == "mps":
-        tries: list[Callable[[], dict[str, Any]]] = [
-            lambda: mps_pinned_finding(quota, runner),
-            lambda: mps_pipe_finding(quota, runner),
-            lambda: context_finding(result["largest_alloc_mib"], result["context_overhead_mib"], quota, runner, oom),
-        ]
-    else:
-        tries = [
-            lambda: fresh_cache_finding(alloc, quota, runner, oom),
-            lambda: own_limit_finding(quota, runner, oom),
-            lambda: context_finding(result["largest_alloc_mib"], result["context_overhead_mib"], quota, runner, oom),
-        ]
-    for attempt in tries:
-        with captured_stderr(result["hami_oom_lines"]):
-            found = attempt()
-        result["findings"].append(found)
-        log(f"finding {found['id']}: {found['observed']} (bypassed: {found['bypassed']})")
-    result["hami_oom_lines"].extend(oom)
-
-
 def measure(
     cuda: Any,
     nvml: Any,
@@ -464,6 +291,7 @@ def measure(
     result["gpu_name"] = cuda.name()
     result["gpu_uuid"] = (nvml.uuid() if nvml else None) or cuda.uuid()
     cuda.use_primary_context()
+    result["own_context_mib"] = own_context_mib(nvml)
     if nvml:
         total, free = nvml.memory()
         result["nvml_total_mib"], result["nvml_free_mib"] = total // MIB, free // MIB
@@ -497,26 +325,6 @@ def measure(
     return alloc
 
 
-def child_main(mode: str, mib: int) -> int:
-    """One allocation of `mib` on the primary context (`alloc`) or on a cuCtxCreate context (`ctx-create`)."""
-    answer: dict[str, Any] = {"ok": False, "allocated": False, "error": None, "cuda_error": None}
-    try:
-        cuda = Cuda()
-        cuda.init()
-        if mode == "ctx-create":
-            cuda.create_context()
-        else:
-            cuda.use_primary_context()
-        ptr, answer["cuda_error"] = cuda.try_alloc(mib * MIB)
-        answer["ok"], answer["allocated"] = True, ptr is not None
-        if ptr is not None:
-            cuda.free(ptr)
-    except ProbeError as exc:
-        answer["error"] = str(exc)
-    print(json.dumps(answer), flush=True)
-    return 0 if answer["ok"] else 1
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="print the result as one JSON object, last line")
@@ -532,7 +340,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--ready-file", default=None, help="touch this when the probe finished and the quota held")
     p.add_argument("--keep-holding", type=int, default=None, metavar="MIB", help="then hold MIB until killed")
-    p.add_argument("--child", choices=("alloc", "ctx-create"), help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=("alloc", "ctx-create", "view"), help=argparse.SUPPRESS)
     p.add_argument("--child-mib", type=int, default=0, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -541,6 +349,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the probe; 0 when it finished (the judgement is in the JSON), 1 when it could not measure."""
     args = parse_args(argv)
     if args.child:
+        from memory_findings import child_main
+
         return child_main(args.child, args.child_mib)
     result = new_result(args.expect_limit_mib)
 
