@@ -193,3 +193,55 @@ def test_result_file_truncation_keeps_the_shares_within_4096_bytes() -> None:
     assert len(compute.fit_result(result, compute.DROP_ORDER).encode()) <= 4096
     assert small["share"] == result["share"] and small["judged_shape"] == "short_many"
     assert small["shapes"]["short_many"]["mean_per_s"] == result["shapes"]["short_many"]["mean_per_s"]
+
+
+def test_only_the_judged_shape_gets_the_long_window_the_finding_shapes_a_short_one() -> None:
+    assert compute.shape_window("short_many", 2, 20) == (2, 20)
+    assert compute.shape_window("long_many", 2, 20) == (compute.FINDING_SHAPE_WARMUP_S, compute.FINDING_SHAPE_SECONDS)
+    assert compute.shape_window("few_long", 0.5, 3) == (0.5, 3)  # a baseline's shorter window stays its own
+
+
+def test_measure_gives_the_finding_shapes_their_short_window_and_the_judged_shape_its_own() -> None:
+    clock = FakeClock()
+    shapes, _ = compute.measure(ThrottledGpu(clock), list(compute.SHAPES), 2, 20, {}, _no_log, clock)
+    assert (shapes["short_many"]["warmup_s"], shapes["short_many"]["window_s"]) == (2, 20)
+    assert len(shapes["short_many"]["timeline_per_s"]) == 22
+    for name in ("long_many", "few_long"):
+        assert (shapes[name]["warmup_s"], shapes[name]["window_s"]) == (1, 4)
+
+
+def _baseline(env: dict[str, str], mapped: list[str]) -> dict[str, Any]:
+    return {"source": "file", "how": "a process", "env": env, "preload": {"mapped": mapped}}
+
+
+LIB = ["/opt/libvgpu.so"]
+DISABLED = {"CUDA_DEVICE_SM_LIMIT": "30", "GPU_CORE_UTILIZATION_POLICY": "disable"}
+
+
+@pytest.mark.parametrize(
+    ("baseline", "lifted"),
+    [
+        (_baseline(DISABLED, LIB), True),  # the host proof's baseline: this very try, measured alone
+        (_baseline({"CUDA_DEVICE_SM_LIMIT": "30"}, LIB), False),  # limited, not lifted
+        (_baseline({**DISABLED, "CUDA_DEVICE_SM_LIMIT": "50"}, LIB), False),  # another limit
+        (_baseline(DISABLED, []), False),  # the library was not loaded: it lifted nothing
+        (_baseline({}, []), False),  # a process with no library at all (the comparison's baseline)
+    ],
+)
+def test_a_baseline_counts_as_the_lift_try_only_with_the_library_this_limit_and_its_no_limit_setting(
+    baseline: dict[str, Any], lifted: bool
+) -> None:
+    assert compute.baseline_lifted(baseline, compute.NO_LIMIT_ENV["hami-core"], 30, "hami-core") is lifted
+
+
+def test_the_lift_finding_is_read_off_a_baseline_that_was_the_try_without_a_second_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_child(*_a: Any, **_k: Any) -> dict[str, Any]:
+        raise AssertionError("no child: the baseline already ran with GPU_CORE_UTILIZATION_POLICY=disable")
+
+    monkeypatch.setattr(compute, "run_child", no_child)
+    args = compute.parse_args(["--baseline", "/tmp/baseline.json"])
+    (found,) = compute.lift_findings(args, "hami-core", 30, _baseline(DISABLED, LIB), {"short_many": 0.29}, _no_log)
+    assert found["id"] == "utilization-policy-disabled" and found["bypassed"] is True
+    assert "the baseline itself" in found["tried"]

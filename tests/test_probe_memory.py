@@ -252,6 +252,8 @@ def _h200_hami_child(quota_mib: int, context_mib: int, parent_cache: str | None)
 
     def runner(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
         fresh = env.get("CUDA_DEVICE_MEMORY_SHARED_CACHE") != parent_cache
+        if mode == "view":  # a fresh control child's view: its primary context's charge
+            return {"ok": True, "allocated": False, "charged_mib": context_mib, "own_context_mib": None, "stderr": ""}
         limit = int(env["CUDA_DEVICE_MEMORY_LIMIT_0"].rstrip("m")) if fresh else quota_mib
         held = 0 if fresh else quota_mib // 2 + context_mib  # the parent's hold and context, on a shared file
         charged = (0 if mode == "ctx-create" else context_mib) + held
@@ -270,8 +272,11 @@ def test_findings_report_a_fresh_cache_file_an_own_limit_and_a_created_context_a
     driver = FakeDriver(physical_mib=143_771, quota_mib=4000, context_mib=518)
     result = _measure(driver, _h200_hami_child(4000, 518, "/tmp/pod.cache"), expect_limit_mib=4000, findings=True)
     by_id = {f["id"]: f for f in result["findings"]}
-    assert list(by_id) == ["fresh-cache-file", "own-limit-fresh-cache", "cuctxcreate-context"]
-    assert all(f["bypassed"] is True and "why" not in f for f in by_id.values())
+    assert list(by_id) == ["fresh-cache-file", "own-limit-fresh-cache", "cuctxcreate-context", "context-charge"]
+    bypasses = [by_id[f] for f in ("fresh-cache-file", "own-limit-fresh-cache", "cuctxcreate-context")]
+    assert all(f["bypassed"] is True and "why" not in f for f in bypasses)
+    charged = by_id["context-charge"]  # charged as a fresh control child is: no way around the quota
+    assert charged["bypassed"] is False and (charged["charged_mib"], charged["context_mib"]) == (518, 518)
     assert "together 5000 MiB, over the 4000 MiB quota" in by_id["fresh-cache-file"]["observed"]
     assert "was refused 8000 MiB" in by_id["own-limit-fresh-cache"]["observed"]  # the shared file pins the limit
     assert "a fresh child was refused 3741 MiB" in by_id["cuctxcreate-context"]["observed"]
@@ -291,7 +296,8 @@ def test_created_context_is_not_called_a_bypass_when_a_fresh_primary_context_fit
 def test_findings_on_a_bare_gpu_say_there_is_nothing_to_bypass() -> None:
     driver = FakeDriver(physical_mib=143_771, quota_mib=None, context_mib=518)
     result = _measure(driver, _no_children, expect_limit_mib=4000, findings=True)
-    assert [f["bypassed"] for f in result["findings"]] == [None, None, None]
+    assert [f["bypassed"] for f in result["findings"]] == [None, None, None, None]
+    assert {f["id"] for f in result["findings"]} >= {"context-charge", "cuctxcreate-context"}
     assert all("did not hold in this process itself" in f["why"] for f in result["findings"])
 
 
@@ -389,3 +395,90 @@ def test_result_file_truncation_keeps_valid_json_within_4096_bytes() -> None:
 def test_result_file_keeps_a_small_result_whole() -> None:
     result = _recorded(limit_enforced=True)
     assert json.loads(memory.fit_result(result, memory.DROP_ORDER)) == result
+
+
+class UnchargedDriver(FakeDriver):
+    """HAMi-core after it took the neighbour's PID for its own: the primary context exists (NVML counts it) but the
+    quota was charged nothing for it, so the whole quota fits beside it."""
+
+    def use_primary_context(self) -> None:
+        pass
+
+
+class CountingNvml(FakeNvml):
+    """NVML listing this process with its context's real size, as on a host where the PIDs are ours."""
+
+    def __init__(self, driver: FakeDriver, context_mib: int) -> None:
+        super().__init__(driver)
+        self.context = context_mib
+
+    def process_used(self, pid: int) -> int | None:
+        return self.context * MIB if pid == os.getpid() else None
+
+
+def test_a_pod_whose_context_went_uncharged_is_a_context_charge_bypass_with_the_mib_over_its_quota(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_DEVICE_MEMORY_LIMIT_0", "4000m")
+    monkeypatch.setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", "/tmp/pod.cache")
+    driver = UnchargedDriver(physical_mib=143_771, quota_mib=4000, context_mib=518)
+    args = _args(expect_limit_mib=4000, findings=True)
+    result = memory.new_result(4000)
+    memory.measure(driver, CountingNvml(driver, 518), args, result, lambda _l: None,
+                   _h200_hami_child(4000, 518, "/tmp/pod.cache"))  # fmt: skip
+    assert (result["largest_alloc_mib"], result["context_overhead_mib"], result["own_context_mib"]) == (4000, 0, 518)
+    assert result["limit_enforced"] is True  # nothing past the quota was allocated: the charge is a finding
+    charge = next(f for f in result["findings"] if f["id"] == "context-charge")
+    assert charge["bypassed"] is True and (charge["charged_mib"], charge["over_quota_mib"]) == (0, 518)
+    assert "it can hold 4000 MiB of allocations beside its 518 MiB context, 518 MiB over its quota" in charge[
+        "observed"]  # fmt: skip
+    assert charge["references_mib"] == {"a fresh control child's charge": 518}
+
+
+@pytest.mark.parametrize(
+    ("charged", "own", "control", "bypassed", "over"),
+    [
+        (0, None, 518, True, 518),  # in a Pod NVML cannot name this process: the control's charge is the size
+        (442, 518, 0, True, 76),  # the control raced too: NVML's count of this very process decides
+        (514, 518, 518, False, 4),  # a few MiB is contexts differing, not a way around the quota
+        (518, None, None, None, None),  # nothing to compare with
+    ],
+)
+def test_the_context_charge_is_judged_against_nvmls_count_or_the_largest_charge_seen(
+    charged: int, own: int | None, control: int | None, bypassed: bool | None, over: int | None
+) -> None:
+    found = memory.charge_finding(charged, 4000, {"a fresh control child's charge": control}, own)
+    assert found["bypassed"] is bypassed and found.get("over_quota_mib") == over
+
+
+def test_a_neighbour_charged_in_full_shows_the_uncharged_pod_even_when_its_control_raced_too() -> None:
+    alone = memory.charge_finding(0, 4000, {"a fresh control child's charge": 0}, None)
+    assert alone["bypassed"] is False  # its own control was charged 0 as well: nothing to see from inside
+    found = {**alone, "pod": "gpu-slice-b", "probe": "memory"}
+    (again,) = memory.with_neighbours([found], {"gpu-slice-a": 518, "gpu-slice-b": 0})
+    assert again["bypassed"] is True and again["over_quota_mib"] == 518 and again["pod"] == "gpu-slice-b"
+    assert again["references_mib"] == {"a fresh control child's charge": 0, "neighbour gpu-slice-a's charge": 518}
+
+
+def test_nvml_counts_a_process_by_its_pid_and_not_one_it_does_not_list() -> None:
+    from tests.helpers.probes import load_probe
+
+    cuda = load_probe("_cuda")
+
+    def listed(_handle: Any, count: Any, infos: Any) -> int:
+        count._obj.value = 2
+        infos[0].pid, infos[0].usedGpuMemory = 11, 518 * MIB
+        infos[1].pid, infos[1].usedGpuMemory = 12, (1 << 64) - 1  # NVML_VALUE_NOT_AVAILABLE
+        return 0
+
+    nvml = cuda.Nvml.__new__(cuda.Nvml)
+    nvml.lib, nvml.handle = argparse.Namespace(nvmlDeviceGetComputeRunningProcesses=listed), None
+    assert (nvml.process_used(11), nvml.process_used(12), nvml.process_used(13)) == (518 * MIB, None, None)
+
+
+def test_the_view_child_without_a_driver_answers_json_and_exits_nonzero(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
+    done = subprocess.run([sys.executable, str(PROBES / "memory_findings.py"), "--child", "view", "--child-mib", "0"],
+                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert done.returncode == 1 and answer["ok"] is False and "cannot load" in answer["error"]

@@ -53,6 +53,7 @@ from memory_findings import (  # noqa: F401 (the findings and the OOM line's rea
     own_limit_finding,
     parse_oom_line,
     run_child,
+    with_neighbours,
 )
 
 # The HAMi-core env that says this process is memory-limited (HAMi sets the indexed one, KAI's binder the other).
