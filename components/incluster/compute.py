@@ -9,8 +9,9 @@ Shapes (each calibrated on this card to a launch length, recorded under `calibra
   many blocks are the ones it holds to the limit.
 - long_many: 16 blocks per multiprocessor, ~2 ms a launch; few_long: 2 blocks, ~100 ms. Charged as often per
   second of work as they launch, i.e. rarely: measured, and reported as findings when they escape.
-The limiter works in bursts, so each shape is judged by its mean over `--seconds` (≥ 20) after `--warmup`, and
-the per-second timeline is kept.
+The limiter works in bursts, so the judged shape's figure is its mean over `--seconds` (≥ 20) after `--warmup`;
+the other two hold or escape steadily and get FINDING_SHAPE_SECONDS after FINDING_SHAPE_WARMUP_S. The per-second
+timeline is kept.
 
 The baseline is the same launches, unlimited, on the same card, measured before the limited run:
 - `child` (default): a child process with the mechanism's own "no limit" setting. Under HAMi-core that is
@@ -19,7 +20,8 @@ The baseline is the same launches, unlimited, on the same card, measured before 
   had inside a Pod, whose /etc/ld.so.preload loads it into every process. Under MPS it is
   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 in the client.
 - FILE: a compute result printed earlier by an unlimited process (the host proof runs one alone first, so that
-  two limited processes can run at once, the stack's two Pods).
+  two limited processes can run at once, the stack's two Pods). One measured with this limit, the library loaded
+  and the mechanism's "no limit" added is that finding's try itself, so no second child measures it.
 - `none`: no baseline, no shares.
 Standard library only; exits non-zero with a JSON error when there is no GPU or library.
 """
