@@ -198,9 +198,9 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
     (root / "README.md").write_text(f"# x\n{record.README_START}\nold\n{record.README_END}\nrest\n")
     record.install(record_dir, root)
     doc = (root / "docs" / "sharing-comparison.md").read_text()
-    assert "| Pod A's memory view: total / free (MiB) | 4000 / 3558 | 143155 / 3833 |" in doc  # A charged 442 MiB
-    assert "| `context-charge` | bypassed, held | – |" in doc  # A's context went part uncharged, B's did not
-    assert "0.315, 0.292 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
+    assert "| Pod A's memory view: total / free (MiB) | 4000 / 3482 | 143155 / 3833 |" in doc  # A charged 518 MiB
+    assert "| `context-charge` | held, held | – |" in doc  # both charged in full (518 and 514 MiB)
+    assert "0.311, 0.305 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
     readme = (root / "README.md").read_text()
     assert "\nold\n" not in readme and readme.endswith("rest\n") and "compute share, short_many (0.486 ms" in readme
 
