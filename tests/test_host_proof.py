@@ -199,8 +199,8 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
     record.install(record_dir, root)
     doc = (root / "docs" / "sharing-comparison.md").read_text()
     assert "| Pod A's memory view: total / free (MiB) | 4000 / 3482 | 143155 / 3833 |" in doc  # A charged 518 MiB
-    assert "| `context-charge` | held, held | – |" in doc  # both charged in full (518 and 514 MiB)
-    assert "0.311, 0.305 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
+    assert "| `context-charge` | held, held | – |" in doc  # both charged in full (518 MiB each)
+    assert "0.289, 0.283 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
     readme = (root / "README.md").read_text()
     assert "\nold\n" not in readme and readme.endswith("rest\n") and "compute share, short_many (0.486 ms" in readme
 
@@ -229,3 +229,23 @@ def test_runs_that_differ_in_one_check_are_not_called_identical() -> None:
         return "r", {"passed": passed, "checks": [{"id": "memory-enforced", "passed": passed}]}, {}
 
     assert repeatability.identical([run(True), run(True)]) and not repeatability.identical([run(True), run(False)])
+
+
+def test_the_comparisons_unlimited_baseline_and_a_proofs_own_never_share_a_file(
+    cluster: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from components.verify.host import proof
+
+    written: list[str] = []
+
+    def ran(_argv: list[str], _env: dict[str, str], _timeout: float) -> tuple[int, str, str]:
+        return 0, json.dumps({"ok": True, "shapes": {}}), ""
+
+    monkeypatch.setattr(proof, "run_process", ran)
+    for setup in ("hami-core", "mps"):
+        path, _ = proof.measure_baseline(cluster["expect"], HostOptions(setup=setup, workdir=tmp_path), written.append)
+        written.append(path.name)
+    from components.verify.host.compare import UNLIMITED_BASELINE
+
+    names = [w for w in written if w.endswith(".json")]
+    assert names == ["baseline-hami-core.json", "baseline-mps.json"] and UNLIMITED_BASELINE not in names

@@ -25,6 +25,8 @@ from components.verify.host.proof import (
 from components.verify.host.runner import card, clean_env, mps_daemon, probe, run_process
 
 JUDGED = "short_many"
+UNLIMITED_BASELINE = "baseline-unlimited.json"
+"""The comparison's baseline file, beside each proof's own (proof.measure_baseline names those by setup)."""
 MECHANISMS = ("hami-core", "mps")
 
 
@@ -40,7 +42,7 @@ def baselines(options: HostOptions, expect: Mapping[str, Any], log: Callable[[st
     bare = _compute([*base_args, "--measured-by", "a process with no library and no MPS, alone"], clean_env())
     if not bare.get("ok"):
         raise RuntimeError(f"the unlimited baseline failed: {bare.get('error')}")
-    path = options.workdir / "baseline.json"
+    path = options.workdir / UNLIMITED_BASELINE
     path.write_text(json.dumps(bare))
     disabled_env = {**pod_env(expect, replace(options, setup="hami-core"), "disabled"),
                     "GPU_CORE_UTILIZATION_POLICY": "disable"}  # fmt: skip

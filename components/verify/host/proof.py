@@ -106,7 +106,7 @@ def measure_baseline(expect: Mapping[str, Any], options: HostOptions, log: Calla
         failed = f"the baseline ({how}) failed, exit {code}: {(result or {}).get('error') or err[-400:]}"
         log(failed)
         return Path("none"), failed
-    path = options.workdir / "baseline.json"
+    path = options.workdir / f"baseline-{options.setup}.json"  # never the comparison's own, beside it
     path.write_text(json.dumps(result))
     return path, how
 
