@@ -59,6 +59,14 @@ def test_an_expectation_no_plan_can_produce_is_not_judgeable_naming_the_field(ke
         Expectation.parse(raw)
 
 
+@pytest.mark.parametrize("stack", ["gke", "gke-mps", "gke-time-sharing", "k3s", "cluster"])
+def test_every_stacks_planned_expectation_is_judgeable(plan_stack: Any, stack: str) -> None:
+    pod = plan_stack(stack).one("kubernetes:core/v1:Pod", "gpushare-proof-verifier-pod")
+    env = pod["inputs"]["spec"]["containers"][0]["env"]
+    wire = json.loads(next(e["value"] for e in env if e["name"] == "GPUSHARE_EXPECT"))
+    assert Expectation.parse(wire).to_wire() == wire
+
+
 def test_time_sharing_may_carry_no_limit_env() -> None:
     raw, _ = load_raw("cluster")
     raw.update(mechanism="time-sharing", limitEnv={}, preloadLibrary=None)
