@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 try:
+    from .check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
     from .check_rule import (
         MAX_CONTEXT_OVERHEAD_MIB,
         SEARCH_STEP_MIB,
@@ -21,8 +22,9 @@ try:
     )
     from .evidence import Evidence, probe_error
     from .expectation import Expectation
-    from .parse import parse_oom_lines, timestamp
+    from .parse import timestamp
 except ImportError:  # mounted flat in a Pod
+    from check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems  # type: ignore[no-redef]
     from check_rule import (  # type: ignore[no-redef]
         MAX_CONTEXT_OVERHEAD_MIB,
         SEARCH_STEP_MIB,
@@ -36,7 +38,7 @@ except ImportError:  # mounted flat in a Pod
     )
     from evidence import Evidence, probe_error  # type: ignore[no-redef]
     from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_oom_lines, timestamp  # type: ignore[no-redef]
+    from parse import timestamp  # type: ignore[no-redef]
 
 
 # ---------------------------------------------------------------- memory-enforced
@@ -75,17 +77,13 @@ def _hold_and_extra(e: Expectation, name: str, r: Mapping[str, Any], problems: l
 
 def _memory_hami_core_expected(e: Expectation) -> str:
     text = (
-        f"{e.hold_mib} MiB fits, {e.extra_mib} MiB more is refused; HAMi-core's OOM line names the quota"
-        f" {e.limit_bytes} bytes, and the largest single allocation lies below the {e.limit_mib:.0f} MiB quota by"
-        f" no more than the CUDA context the Pod measured (the card has {e.card_mib} MiB)"
+        f"{e.hold_mib} MiB fits, {e.extra_mib} MiB more is refused with HAMi-core's OOM line naming the quota"
+        f" {e.limit_bytes} bytes (the probe's lines are the library's lines in the log); the largest single"
+        f" allocation reaches the {e.limit_mib:.0f} MiB quota less what the context was charged (0 to"
+        f" {MAX_CONTEXT_OVERHEAD_MIB} MiB, as the view shows) and never passes it; the chunks agree (the card has"
+        f" {e.card_mib} MiB)"
     )
     return text + ("; in the sweep no size above the quota succeeds" if e.sweep_gib else "")
-
-
-def _oom_lines(ev: Evidence, name: str, r: Mapping[str, Any]) -> list[dict[str, int]]:
-    return parse_oom_lines(r.get("hami_oom_lines") or []) or parse_oom_lines(
-        (ev.pod(name).get("logs") or "").splitlines()
-    )
 
 
 def _memory_hami_core(ev: Evidence) -> Judgement:
@@ -100,26 +98,25 @@ def _memory_hami_core(ev: Evidence) -> Judgement:
         largest, total, free = r.get("largest_alloc_mib"), r.get("visible_total_mib"), r.get("visible_free_mib")
         context = int(total) - int(free) if total is not None and free is not None else None
         measured_contexts.add(str(context))
-        ooms = _oom_lines(ev, name, r)
+        ooms, disagree = library_lines(ev, name, r)
+        problems += disagree
         seen.append(
             f"{name}: hold {hold.get('hold_mib')} MiB ok={hold.get('ok')}, +{hold.get('extra_mib')} MiB"
             f" ok={hold.get('extra_ok')} ({hold.get('extra_error')}), largest {largest} MiB, context {context} MiB"
-            f" (view {total} total, {free} free), OOM limits {sorted({o['limit'] for o in ooms})},"
-            f" limit_enforced={r.get('limit_enforced')}"
+            f" (view {total} total, {free} free), chunks {(r.get('phases') or {}).get('chunks')}, OOM limits"
+            f" {sorted({o['limit'] for o in ooms})}, limit_enforced={r.get('limit_enforced')}"
         )
         if r.get("limit_enforced") is not True:
             problems.append(
                 f"Pod {name}: the probe did not find the limit enforced (limit_enforced={r.get('limit_enforced')})"
             )
         # The library speaks at the boundary: a refusal without its OOM line is the card or the driver, not the quota.
-        if not ooms:
-            problems.append(f"Pod {name}: no HAMi-core OOM line, so no refusal is shown to come from the quota")
-        wrong = sorted({o["limit"] for o in ooms if o["limit"] != e.limit_bytes})
-        if wrong:
-            problems.append(f"Pod {name}: HAMi-core's OOM line reports the limit {wrong}, expected {e.limit_bytes}")
+        problems += refusal_problems(e, name, r, ooms, context) + chunk_problems(e, name, r)
+        # Judged on what the allocator refused: whatever the context was charged (0, part, all), nothing past the
+        # quota fits and the refusal comes where the charge says (the charge itself is the context-charge finding).
         if largest is None or context is None:
             problems.append(f"Pod {name}: no largest allocation or context measured{probe_error(r)}")
-        elif float(largest) >= e.limit_mib:
+        elif float(largest) > e.limit_mib:
             problems.append(
                 f"Pod {name}: a single {largest} MiB allocation succeeded, the quota is {e.limit_mib:.0f} MiB"
             )
@@ -130,6 +127,9 @@ def _memory_hami_core(ev: Evidence) -> Judgement:
                 f"Pod {name}: refused at {largest} MiB, {e.limit_mib - float(largest):.0f} MiB below the quota,"
                 f" more than its {context} MiB context: something else than the quota refused it"
             )
+        elif float(largest) > int(free) + SEARCH_STEP_MIB:
+            problems.append(f"Pod {name}: a single {largest} MiB allocation fitted where the view showed {free} MiB"
+                            " free: the view and the allocator disagree")  # fmt: skip
         _sweep(e, name, r, seen, problems)
     largest_seen = "/".join(sorted({str(r.get("largest_alloc_mib")) for r in results.values()}))
     contexts = "/".join(sorted(measured_contexts))
@@ -157,6 +157,9 @@ def _memory_mps(ev: Evidence) -> Judgement:
     for name, r in results.items():
         problems += not_ok(name, r)
         hold = _hold_and_extra(e, name, r, problems)
+        if hold.get("extra_ok") is False and hold.get("extra_error") != OUT_OF_MEMORY:
+            problems.append(f"Pod {name}: the extra was refused with {hold.get('extra_error')}, not {OUT_OF_MEMORY}")
+        problems += chunk_problems(e, name, r)
         largest, free, card_free = r.get("largest_alloc_mib"), r.get("visible_free_mib"), r.get("nvml_free_mib")
         seen.append(
             f"{name}: hold {hold.get('hold_mib')} MiB ok={hold.get('ok')}, +{hold.get('extra_mib')} MiB"
