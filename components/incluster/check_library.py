@@ -4,6 +4,7 @@ Standard library only."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,6 +69,11 @@ def _monitor_metrics(ev: Evidence) -> Judgement:
                 f"the monitor on node {node} exports no hami_vgpu_memory series for Pod {e.namespace}/{name} on"
                 f" {uuid} (series seen for: {pods_seen or 'no Pod'})"
             )
+            continue
+        odd = [v for v in (*limits, *used) if not math.isfinite(v)]
+        if odd:
+            shown = "NaN" if math.isnan(odd[0]) else str(odd[0])
+            problems.append(f"Pod {name}: the monitor reports {shown} for its memory series: not a measurement")
             continue
         if any(int(v) != e.limit_bytes for v in limits):
             problems.append(f"Pod {name}: hami_vgpu_memory_limit_bytes {limits}, expected {e.limit_bytes}")

@@ -4,6 +4,7 @@ Standard library only."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,58 @@ except ImportError:  # mounted flat in a Pod
 
 
 # ---------------------------------------------------------------- overcommit-rejected
+
+MEMORY_RESOURCE = "nvidia.com/gpumem"
+"""HAMi's per-Pod memory resource, in MiB (the proof's Pods ask it: components/gpu/hami.py)."""
+SLOT_RESOURCE = "nvidia.com/gpu"
+FILTER_FAILURE = re.compile(r"(\d+) nodes (\w+)\(([^)]*)\)")
+"""HAMi's FilteringFailed message, `%d nodes %s(%s)` with the nodes comma-joined (HAMi v2.9.0
+pkg/scheduler/score.go:196, v2.10.0 pkg/scheduler/score.go:351)."""
+
+
+def _asked(pod: Mapping[str, Any], resource: str) -> int | None:
+    """What the Pod's own spec asks of `resource` (limits, else requests), as an integer; None when absent."""
+    resources = pod.get("resources") or {}
+    value = (resources.get("limits") or {}).get(resource) or (resources.get("requests") or {}).get(resource)
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def _proof_node(ev: Evidence) -> str | None:
+    nodes = {ev.node_of(n) for n in ev.names}
+    return nodes.pop() if len(nodes) == 1 else None
+
+
+def _refusal_names_node(pod: Mapping[str, Any], reason: str, node: str | None) -> list[str]:
+    """The nodes HAMi's FilteringFailed events (since the Pod's creation) name for `reason`."""
+    created = timestamp(pod.get("creationTimestamp"))
+    named: list[str] = []
+    for x in pod.get("events") or []:
+        if x.get("reason") != "FilteringFailed" or created is None or (_event_time(x) or float("-inf")) < created:
+            continue
+        for _count, why, nodes in FILTER_FAILURE.findall(str(x.get("message"))):
+            if why == reason:
+                named += [n.strip() for n in nodes.split(",") if n.strip()]
+    return named
+
+
+def _other_tenants(ev: Evidence, card: str | None) -> tuple[int, list[str]]:
+    """The memory other Pods (running or ghost) hold on the proof Pods' card, by HAMi's allocation annotations."""
+    e = ev.expect
+    ours = {(e.namespace, n) for n in (*e.pods, e.overcommit_pod) if n}
+    held, names = 0, []
+    for key, pod in sorted(ev.quota_pods.items()):
+        if (pod.get("namespace") or e.namespace, pod.get("name") or key) in ours:
+            continue
+        annotation = e.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION
+        mib = sum(d["memMiB"] for d in parse_allocation((pod.get("annotations") or {}).get(annotation))
+                  if d["uuid"] == card)  # fmt: skip
+        if mib:
+            held += mib
+            names.append(f"{pod.get('namespace') or e.namespace}/{pod.get('name') or key} ({mib} MiB)")
+    return held, names
 
 
 def _overcommit_expected(e: Expectation) -> str:
@@ -85,6 +138,19 @@ def _overcommit_slots_rejected(ev: Evidence) -> Judgement:
         return False, f"over-commit Pod {name} was not found", ""
     problems = [] if e.overcommit_slots else [f"{name} asks for no slots: it proves nothing about the client count"]
     seen = [_pending_pod_seen(name, pod)]
+    asked, node = _asked(pod, SLOT_RESOURCE), _proof_node(ev)
+    if asked != e.overcommit_slots:
+        problems.append(f"{name}'s spec asks {asked} {SLOT_RESOURCE}, the plan {e.overcommit_slots}")
+    allocatable = _asked({"resources": {"limits": (ev.nodes.get(node or "") or {}).get("allocatable") or {}}},
+                         SLOT_RESOURCE)  # fmt: skip
+    taken = sum(_asked(ev.pod(p), SLOT_RESOURCE) or 1 for p in ev.names)
+    seen.append(f"node {node}: allocatable {SLOT_RESOURCE}={allocatable}, the proof Pods take {taken}")
+    # Pending proves the client count only when the ask fits the node's slots but not beside the proof Pods.
+    if allocatable is None or asked is None or not allocatable - taken < asked <= allocatable:
+        problems.append(
+            f"{name} asks {asked} of node {node}'s allocatable {SLOT_RESOURCE}={allocatable} with {taken} taken by"
+            " the proof Pods: only an ask above what is left and within the node shows the slots keep it out"
+        )
     if pod.get("phase") != "Pending" or pod.get("nodeName"):
         problems.append(
             f"{name} was scheduled (phase {pod.get('phase')}, node {pod.get('nodeName')}): the node took more"
@@ -111,6 +177,20 @@ def _overcommit_rejected(ev: Evidence) -> Judgement:
             f" {e.card_mib} MiB card shows that the slices keep it out"
         )
     seen = [_pending_pod_seen(name, pod)]
+    asked, node = _asked(pod, MEMORY_RESOURCE), _proof_node(ev)
+    if asked != e.overcommit_mib:
+        problems.append(f"{name}'s spec asks {MEMORY_RESOURCE}={asked}, the plan {e.overcommit_mib} MiB")
+    card = next((r.get("gpu_uuid") for r in (ev.memory(p) or {} for p in ev.names) if r.get("gpu_uuid")), None)
+    others, tenants = _other_tenants(ev, card)
+    seen.append(f"on {card}: other Pods hold {others} MiB ({', '.join(tenants) or 'none'})")
+    if others and asked is not None and asked > e.card_mib - others:
+        problems.append(
+            f"the card also holds {others} MiB of other Pods ({', '.join(tenants)}): {name}'s {asked} MiB would not"
+            f" fit beside them alone, so Pending does not show that the slices are accounted"
+        )
+    named = _refusal_names_node(pod, reason, node)
+    if named and node not in named:
+        problems.append(f"{name}'s FilteringFailed {reason} names {', '.join(named)}, not the proof Pods' node {node}")
     allocated = parse_allocation(
         (pod.get("annotations") or {}).get(e.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION)
     )

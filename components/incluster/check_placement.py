@@ -57,7 +57,8 @@ def _same_gpu(ev: Evidence) -> Judgement:
     if len({u for u in uuids.values() if u}) > 1:
         problems.append("the Pods are on different GPUs: " + ", ".join(f"{n}={u}" for n, u in uuids.items()))
     placed = {n for n in nodes.values() if n}
-    if len(placed) > 1 or (results and not placed):
+    problems += [f"Pod {n} is on no node: nothing places it beside the others" for n, v in nodes.items() if not v]
+    if len(placed) > 1:
         problems.append(
             "the Pods are not on one node (" + ", ".join(f"{n}={v}" for n, v in nodes.items()) + "): one UUID"
             " on two nodes is not one card"
@@ -180,7 +181,7 @@ def _quota_injection_expected(e: Expectation) -> str:
         slots = reg.cards_per_node * reg.slots_per_card
         text += (
             f"; node allocatable {reg.resource} = {slots} ({reg.cards_per_node} card × {reg.slots_per_card});"
-            f" {reg.annotation} lists the Pod's card with its devmem"
+            f" {reg.annotation} lists the Pod's card with devmem {e.card_mib} MiB and count {reg.slots_per_card}"
         )
     return text
 
@@ -213,8 +214,13 @@ def _quota_injection(ev: Evidence) -> Judgement:
                     continue
                 if uuid not in devices:
                     problems.append(f"node {node}: {reg.annotation} does not list {uuid} of Pod {name}")
-                elif devices[uuid]["devmem"] <= 0:
-                    problems.append(f"node {node}: {reg.annotation} gives {uuid} no devmem")
+                elif devices[uuid]["devmem"] != e.card_mib or devices[uuid]["count"] != reg.slots_per_card:
+                    # HAMi registers the card's memory and its split count as the device plugin found them.
+                    problems.append(
+                        f"node {node}: {reg.annotation} registers {uuid} with devmem={devices[uuid]['devmem']} MiB"
+                        f" and count={devices[uuid]['count']}, the card has {e.card_mib} MiB split"
+                        f" {reg.slots_per_card} ways"
+                    )
     return verdict(problems, f"every Pod sees {env_text(wanted)}", seen)
 
 

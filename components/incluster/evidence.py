@@ -98,8 +98,9 @@ class Evidence:
         self.metrics: Mapping[str, str] = evidence.get("metrics") or {}
         self.errors: list[str] = [str(e) for e in evidence.get("errors") or []]
         self.names: list[str] = list(expect.pods)
+        self.quota_pods: Mapping[str, Any] = evidence.get("quotaPods") or {}
         self.ghosts = ghost_quota(
-            evidence.get("quotaPods") or self.pods, expect.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION
+            self.quota_pods or self.pods, expect.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION
         )
         self.results = {name: probe_results((self.pods.get(name) or {}).get("logs", "")) for name in self.names}
 
