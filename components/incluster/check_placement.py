@@ -29,6 +29,9 @@ except ImportError:  # mounted flat in a Pod
 
 # ---------------------------------------------------------------- same-gpu
 
+KAI_MEMORY_ANNOTATION = "gpu-memory"
+"""KAI's per-Pod memory ask in MiB (KAI-Scheduler v0.17.0 pkg/common/constants/constants.go:58, GpuMemory)."""
+
 
 def _same_gpu_expected(e: Expectation) -> str:
     text = "every proof Pod reports the same GPU UUID, on the same node, with NVIDIA_VISIBLE_DEVICES naming it"
@@ -77,6 +80,12 @@ def _same_gpu(ev: Evidence) -> Judgement:
             sizes = sorted({d["memMiB"] for d in allocated[name]})
             if sizes != [e.slice_mib]:
                 problems.append(f"{annotation} of Pod {name} allocates {sizes} MiB, the slice is {e.slice_mib} MiB")
+    if e.system == "kai":
+        # KAI is asked through the Pod's own annotation; its binder sizes HAMi-core's limit from it.
+        for name in ev.names:
+            ask = (ev.pod(name).get("annotations") or {}).get(KAI_MEMORY_ANNOTATION)
+            if str(ask) != str(e.slice_mib):
+                problems.append(f"Pod {name} asks KAI {KAI_MEMORY_ANNOTATION}={ask}, the slice is {e.slice_mib} MiB")
     seen = [
         f"{n}: uuid={uuids.get(n)}, node={nodes.get(n)}"
         + (f", {annotation}={[(d['uuid'], d['memMiB']) for d in allocated.get(n, [])]}" if annotation else "")
