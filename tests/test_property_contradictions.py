@@ -110,10 +110,6 @@ def test_a_hold_of_another_size_than_planned_fails_memory_enforced(pod: str, hel
 @given(pod=pods, early=st.integers(6, 10**8))
 def test_a_result_from_before_its_pod_fails_every_check_that_reads_it(pod: str, early: int) -> None:
     expect, evidence = run("cluster")
-    from datetime import UTC, datetime
-
-    from components.incluster.parse import timestamp
-
     started = timestamp(probe_line(evidence, pod)["started_at"])
     assert started is not None
     created = datetime.fromtimestamp(started + early, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
