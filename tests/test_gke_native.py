@@ -246,6 +246,8 @@ def _k3s_as_gke_sharing() -> tuple[Expectation, dict[str, Any]]:
     expect, evidence = load("k3s")
     expect = replace(expect, mechanism="mps", system="gke", pending_reason="Insufficient nvidia.com/gpu",
                      overcommit_mib=None, overcommit_slots=1, allocation_annotation=None)
+    # GKE's device plugin advertises clients per card × cards: 2 slots, both taken by the proof Pods.
+    evidence["nodes"]["hami-lab-rtx6000"]["allocatable"]["nvidia.com/gpu"] = "2"
     return expect, evidence
 
 

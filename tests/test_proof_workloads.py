@@ -278,8 +278,9 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
         )
     )
     assert expect.compute_pods == ("gpu-slice-a",)
-    real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core" / "evidence.json"
-    recorded = json.loads(real.read_text())["gpu-slice-a"]  # the H200's output, unedited
+    # The H200's output, unedited: the run whose baseline ran under the library with its limit lifted, as the run did.
+    real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core-staggered" / "evidence.json"
+    recorded = json.loads(real.read_text())["gpu-slice-a"]
     compute, memory = recorded["compute"], {"probe": "memory", "gpu_uuid": recorded["memory"]["gpu_uuid"]}
     evidence = {
         "pods": {
