@@ -306,3 +306,23 @@ def test_quota_injection_fails_when_the_node_registers_a_1_mib_card() -> None:
     node["annotations"]["hami.io/node-nvidia-register"] = node["annotations"][
         "hami.io/node-nvidia-register"].replace('"devmem":15360', '"devmem":1')  # fmt: skip
     failed(expect, evidence, "quota-injection", "devmem=1", "15360")
+
+
+# ---------------------------------------------------------------- the probe against itself
+
+
+def test_view_isolation_fails_when_free_memory_exceeds_the_total_it_is_part_of() -> None:
+    expect, evidence = load("cluster")
+    edit_probe(evidence, "gpu-slice-a", lambda r: r.update(nvml_free_mib=r["nvml_total_mib"] + 100))
+    failed(expect, evidence, "view-isolation", "gpu-slice-a", "free", "4100")
+
+
+def test_neighbor_isolation_fails_on_a_hold_that_ended_before_it_started() -> None:
+    expect, evidence = load("cluster")
+
+    def backwards(r: dict[str, Any]) -> None:
+        hold = r["phases"]["hold"]
+        hold["started_at"], hold["ended_at"] = hold["ended_at"], hold["started_at"]
+
+    edit_probe(evidence, "gpu-slice-a", backwards)
+    failed(expect, evidence, "neighbor-isolation", "gpu-slice-a", "ended before it started")

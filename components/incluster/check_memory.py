@@ -238,6 +238,10 @@ def _neighbor_isolation(ev: Evidence) -> Judgement:
     for name, r in results.items():
         hold = _hold_and_extra(e, name, r, problems)
         spans[name] = _holds(ev, name, r)
+        start, end = (timestamp(((r.get("phases") or {}).get("hold") or {}).get(k)) for k in ("started_at", "ended_at"))
+        if start is not None and end is not None and end < start:
+            problems.append(f"Pod {name}: its hold ended before it started ({hold.get('started_at')} →"
+                            f" {hold.get('ended_at')})")  # fmt: skip
         seen.append(
             f"{name}: hold {hold.get('started_at')}..{hold.get('ended_at')} ok={hold.get('ok')},"
             f" extra refused={hold.get('extra_ok') is False}, keeps holding since {r.get('keep_holding_since')}"

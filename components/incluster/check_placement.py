@@ -4,6 +4,7 @@ Standard library only."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 try:
@@ -132,6 +133,16 @@ def _whole_gpu(ev: Evidence, seen: list[str], problems: list[str]) -> None:
         problems.append(f"the whole GPU shows {smi[1]} MiB but node {node} is labelled {label}={labelled}")
 
 
+def _free_within_total(name: str, r: Mapping[str, Any]) -> list[str]:
+    """Free memory is part of the total it is reported with, in cuMemGetInfo and NVML alike."""
+    problems = []
+    for label, free, total in (("cuMemGetInfo", r.get("visible_free_mib"), r.get("visible_total_mib")),
+                               ("NVML", r.get("nvml_free_mib"), r.get("nvml_total_mib"))):  # fmt: skip
+        if isinstance(free, int) and isinstance(total, int) and not 0 <= free <= total:
+            problems.append(f"Pod {name}: {label} reports {free} MiB free of a {total} MiB total")
+    return problems
+
+
 def _view_totals(ev: Evidence, want: int) -> tuple[list[str], list[str]]:
     """Both totals equal `want`: the view HAMi-core rewrites (cuMemGetInfo and NVML alike)."""
     results, problems = ev.all_memory()
@@ -139,6 +150,7 @@ def _view_totals(ev: Evidence, want: int) -> tuple[list[str], list[str]]:
     for name, r in results.items():
         cuda, nvml = r.get("visible_total_mib"), r.get("nvml_total_mib")
         seen.append(f"{name}: CUDA {cuda} MiB, NVML {nvml} MiB")
+        problems += _free_within_total(name, r)
         for label, value in (("cuMemGetInfo", cuda), ("NVML", nvml)):
             if value is None:
                 problems.append(f"Pod {name}: {label} total unknown{probe_error(r)}")
@@ -163,6 +175,7 @@ def _view_kept(ev: Evidence) -> Judgement:
     for name, r in results.items():
         cuda, nvml = r.get("visible_total_mib"), r.get("nvml_total_mib")
         seen.append(f"{name}: CUDA {cuda} MiB, NVML {nvml} MiB")
+        problems += _free_within_total(name, r)
         if cuda is None or nvml is None:
             problems.append(f"Pod {name}: a total is unknown (CUDA {cuda}, NVML {nvml}){probe_error(r)}")
             continue
