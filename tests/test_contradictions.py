@@ -217,7 +217,7 @@ def test_one_pods_log_passed_off_as_both_fails_every_check_that_reads_them() -> 
         failed(expect, evidence, check_id, "gpu-slice-a", "gpu-slice-b", "one process")
 
 
-def test_a_shared_cache_file_and_pid_alone_tie_two_results_to_one_process() -> None:
+def test_a_shared_cache_file_alone_ties_two_results_to_one_process() -> None:
     expect, evidence = load("cluster")
     a = probe_line(evidence, "gpu-slice-a")
 
