@@ -240,3 +240,43 @@ def test_a_chart_version_the_image_table_lacks_is_refused(stack: str, override: 
 def test_a_kyverno_version_is_not_checked_when_kyverno_is_off() -> None:
     cfg = _parse("gke", "gpushare:gkeCdi.kyverno=false", "gpushare:gkeCdi.kyvernoVersion=3.9.1")
     assert "kyverno" not in cfg.chart_pins()
+
+
+# --- upstreams a partial map leaves out ---------------------------------------------------------------------------
+
+
+def _warnings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import pulumi
+
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    return warnings
+
+
+def test_a_partial_mirror_map_names_the_upstreams_it_leaves_unmirrored_in_the_plan_and_at_up(fresh_plan,
+                                                                                           monkeypatch) -> None:
+    warnings = _warnings(monkeypatch)
+    plan = fresh_plan("gke", ['gpushare:registryMirrors={"docker.io": "harbor.example.com/dockerhub"}',
+                              "gpushare:verify.failOnViolation=false"], preview=False)
+    upstream = [image for image in plan.outputs["images"] if not image.startswith("harbor.example.com/")]
+    assert upstream and plan.outputs["unmirroredRegistries"] == ["ghcr.io", "reg.kyverno.io"]
+    assert {split_reference(image)[0] for image in upstream} == {"ghcr.io", "reg.kyverno.io"}
+    (warning,) = [w for w in warnings if w.startswith("gpushare:registryMirrors:")]
+    assert "ghcr.io, reg.kyverno.io have no mirror" in warning and f"{len(upstream)} of" in warning
+    assert "gpushare:registryMirrors[\"ghcr.io\"]" in warning and "gpushare:imageRegistry" in warning
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("mirror", [(CATCH_ALL,), tuple(MIRRORED)], ids=["catch-all", "per-upstream"])
+def test_a_catch_all_or_a_full_map_leaves_no_registry_unmirrored(plan_stack, stack: str,
+                                                                 mirror: tuple[str, ...]) -> None:
+    assert plan_stack(stack, *mirror).outputs["unmirroredRegistries"] == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_without_a_mirror_every_upstream_is_named_and_nothing_warns(fresh_plan, monkeypatch, stack: str) -> None:
+    warnings = _warnings(monkeypatch)
+    plan = fresh_plan(stack)
+    hosts = sorted({split_reference(image)[0] for image in plan.outputs["images"]})
+    assert hosts and plan.outputs["unmirroredRegistries"] == hosts
+    assert not [w for w in warnings if w.startswith("gpushare:registryMirrors:")]
