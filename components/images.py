@@ -122,6 +122,7 @@ def as_mirrors(mirrors: Mirrors | str | None) -> Mirrors:
 def mirrored(image: str, mirrors: Mirrors | str | None) -> str:
     """The image as pulled through `mirrors` (or one mirror prefix for all); unchanged without a mirror.
 
-    `nvcr.io/nvidia/k8s` → `harbor.example/proxy/nvidia/k8s`; `python:3.12-slim` → `…/library/python:3.12-slim`.
+    With one prefix for all: `nvcr.io/nvidia/k8s` → `harbor.example/all/nvcr.io/nvidia/k8s`; `python:3.12-slim` →
+    `…/docker.io/library/python:3.12-slim`.
     """
     return as_mirrors(mirrors).image(image)
