@@ -533,7 +533,7 @@ class _Stack(_Model):
     gpu: GpuConfig = Field(default_factory=GpuConfig)
     """The cards of the GPU nodes."""
     image_registry: Registry | None = None
-    """One mirror for every upstream registry that `registryMirrors` does not name (host dropped, path kept)."""
+    """One mirror for every upstream registry that `registryMirrors` does not name (the host kept as a path segment)."""
     registry_mirrors: dict[str, str] = Field(default_factory=dict)
     """Upstream registry host → mirror, such as `{"docker.io": "harbor.example.com/dockerhub"}`."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)

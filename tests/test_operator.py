@@ -101,7 +101,7 @@ def test_operator_mirror_reaches_every_image_value(plan_stack, charts_dir) -> No
     for path, upstream in _image_dicts(reference):
         if upstream.get("repository"):
             assert rendered[path]["repository"] == mirrored(upstream["repository"], MIRROR), path
-    assert rendered[NFD_IMAGE_PATH]["repository"] == f"{MIRROR}/nfd/node-feature-discovery"
+    assert rendered[NFD_IMAGE_PATH]["repository"] == f"{MIRROR}/registry.k8s.io/nfd/node-feature-discovery"
     for path, image in rendered.items():
         for key in ("repository", "registry"):
             if key in image:
@@ -116,13 +116,15 @@ def test_operator_without_mirror_sets_no_image_value(plan_stack) -> None:
 @pytest.mark.parametrize(
     ("upstream", "registry", "expected"),
     [
-        ("nvcr.io/nvidia/k8s", "harbor.example.com/mirror", "harbor.example.com/mirror/nvidia/k8s"),
-        ("registry.k8s.io/nfd/node-feature-discovery", "10.0.0.5:5000/", "10.0.0.5:5000/nfd/node-feature-discovery"),
-        ("localhost/x", "m.example", "m.example/x"),
-        ("library/python", "m.example", "m.example/library/python"),
+        ("nvcr.io/nvidia/k8s", "harbor.example.com/mirror", "harbor.example.com/mirror/nvcr.io/nvidia/k8s"),
+        ("registry.k8s.io/nfd/node-feature-discovery", "10.0.0.5:5000/",
+         "10.0.0.5:5000/registry.k8s.io/nfd/node-feature-discovery"),
+        ("localhost/x", "m.example", "m.example/localhost/x"),
+        ("library/python", "m.example", "m.example/docker.io/library/python"),
     ],
 )
-def test_operator_mirrored_replaces_only_the_registry_host(upstream: str, registry: str, expected: str) -> None:
+def test_operator_catch_all_mirror_keeps_the_registry_host_as_a_path_segment(upstream: str, registry: str,
+                                                                              expected: str) -> None:
     assert mirrored(upstream, registry) == expected
 
 

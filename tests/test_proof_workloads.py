@@ -215,14 +215,14 @@ def test_every_proof_object_validates_against_kubernetes_1_35(plans: dict[str, P
 
 def test_image_registry_mirrors_the_proof_images(tmp_path: Path) -> None:
     assert mirrored("python:3.12-slim-bookworm", "harbor.example.com/proxy") == (
-        "harbor.example.com/proxy/library/python:3.12-slim-bookworm"
+        "harbor.example.com/proxy/docker.io/library/python:3.12-slim-bookworm"
     )
     cuda = "nvidia/cuda:12.4.1-base-ubuntu22.04"
-    assert mirrored(cuda, "m.example") == f"m.example/{cuda}"
-    assert mirrored("ghcr.io/org/img:1", "m.example") == "m.example/org/img:1"
+    assert mirrored(cuda, "m.example") == f"m.example/docker.io/{cuda}"
+    assert mirrored("ghcr.io/org/img:1", "m.example") == "m.example/ghcr.io/org/img:1"
     assert mirrored("python:3.12", None) == "python:3.12"
     plan = plan_proof(tmp_path, "cluster", HAMI_CLUSTER, ["gpushare:imageRegistry=harbor.example.com/proxy"])
-    assert container(plan, "pod-a")["image"] == "harbor.example.com/proxy/library/python:3.12-slim-bookworm"
+    assert container(plan, "pod-a")["image"] == "harbor.example.com/proxy/docker.io/library/python:3.12-slim-bookworm"
 
 
 def test_expectations_follow_the_contract_and_config(tmp_path: Path) -> None:

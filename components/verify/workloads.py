@@ -31,6 +31,8 @@ COMMON_LABELS = {"app.kubernetes.io/part-of": "gpushare", "app.kubernetes.io/com
 # Satisfied once the API server has the Pod. Not skipAwait: on a Pod that also skips the await on delete
 # (pulumi-kubernetes provider/pkg/metadata/overrides.go, allowsSkipAwaitWithDelete), and the replacement's create
 # then meets the old Pod still terminating (409 AlreadyExists).
+# A refresh reads them with the readiness check instead and flags the Pending ones; with no replaceOnChanges the
+# next `up` re-awaits this in place (pulumi step_generator.go:2180): a refresh re-runs nothing (docs/day-two.md).
 CREATED = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
 GRACE_SECONDS = 5
 """A probe (python or sleep as PID 1) has no SIGTERM handler and PID 1 ignores SIGTERM: keep the kill short."""
