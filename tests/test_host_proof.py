@@ -26,7 +26,7 @@ REAL = real_fixtures.REAL
 
 @pytest.fixture(scope="module")
 def cluster() -> dict[str, Any]:
-    return expectation.host_plan("cluster")
+    return expectation.host_plan("cluster", ["gpushare:verify.podPrefix=gpu-slice"])  # as the H200 record ran it
 
 
 def _judged(record: str, stack: dict[str, Any], mechanism: str = "hami-core") -> dict[str, Any]:

@@ -125,11 +125,12 @@ def _named_objects(cell: str) -> list[tuple[str, str]]:
 
 def _objects(plan: Plan, stack: str) -> set[tuple[str, str]]:
     config, _ = read_stack_config(stack, [])
-    prefix = (config.get("gpushare:verify") or {}).get("podPrefix", "gpushare-slice")
+    prefix = (config.get("gpushare:verify") or {}).get("podPrefix", "gpushare-proof")
     found = set()
     for r in plan.resources:
         name = ((r["inputs"].get("metadata") or {}).get("name")) or ""
-        found.add((r["type"].rsplit(":", 1)[-1], name.replace(prefix, "<podPrefix>")))
+        kind = r["type"].rsplit(":", 1)[-1]
+        found |= {(kind, name), (kind, name.replace(prefix, "<podPrefix>"))}  # the default prefix is a name too
     return found
 
 

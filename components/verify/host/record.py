@@ -274,7 +274,9 @@ def _expectation(folder: Path, verdict: Mapping[str, Any]) -> Any:
         from components.verify.host import expectation
         from components.verify.host.proof import limit_env
 
-        planned = expectation.host_plan(str(verdict["stack"]))["expect"]
+        pods = sorted(p for p in _load(folder / "evidence.json") if p != "alone")  # the record's own Pod names
+        prefix = f"gpushare:verify.podPrefix={pods[0].rsplit('-', 1)[0]}" if pods else ""
+        planned = expectation.host_plan(str(verdict["stack"]), [prefix] if prefix else [])["expect"]
         setup = str(verdict.get("setup") or "hami-core")
         mechanism = "mps" if setup == "mps" else "hami-core"
         card = (verdict.get("card") or {}).get("mib")
