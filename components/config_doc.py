@@ -1,7 +1,7 @@
-"""The config reference table in README.md, generated from the models.
+"""The config reference table of docs/configuration.md, generated from the models.
 
     python -m components.config_doc            # print the table
-    python -m components.config_doc --readme   # rewrite it in README.md between the markers
+    python -m components.config_doc --write    # rewrite it in docs/configuration.md between the markers
 """
 
 from __future__ import annotations
@@ -93,14 +93,17 @@ def reference_markdown() -> str:
     return "\n".join(lines)
 
 
-def rewrite_readme(path: Path) -> None:
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+
+
+def rewrite(path: Path = PAGE) -> None:
     text = path.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
     path.write_text(text[:start] + reference_markdown() + text[end:])
 
 
 if __name__ == "__main__":
-    if "--readme" in sys.argv[1:]:
-        rewrite_readme(Path(__file__).resolve().parent.parent / "README.md")
+    if "--write" in sys.argv[1:]:
+        rewrite()
     else:
         sys.stdout.write(reference_markdown() + "\n")
