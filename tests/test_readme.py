@@ -212,7 +212,8 @@ def test_every_stack_a_command_names_has_its_stack_file() -> None:
 
 def test_every_gpushare_key_a_command_sets_or_removes_is_a_key_the_config_has() -> None:
     keys = _config_keys()
-    shown = [(page, w) for page, words in PULUMI if words[1:2] == ["config"] for w in words if w.startswith("gpushare:")]
+    shown = [(page, w) for page, words in PULUMI if words[1:2] == ["config"]
+             for w in words if w.startswith("gpushare:")]  # fmt: skip
     assert len(shown) >= 30
     unknown = []
     for page, key in shown:
