@@ -62,6 +62,33 @@ def test_readme_time_estimate_is_the_verifiers_own_deadline() -> None:
     assert f"the verifier {minutes:g} min" in timing and f"`verify.deadlineSeconds` ({deadline})" in timing
 
 
+def _waits(plan) -> set[str]:
+    """What `up` waits for at most, as the README's table writes it: Helm's timeout, a gate's own deadline, a
+    command's and the verifier's create timeout."""
+    found = set()
+    for r in plan.resources:
+        if r["type"] == "kubernetes:helm.sh/v3:Release":
+            found.add(f"{r['inputs']['timeout']} s")
+        elif r["type"] == "kubernetes:batch/v1:Job":
+            env = {e["name"]: e.get("value") for c in r["inputs"]["spec"]["template"]["spec"]["containers"]
+                   for e in c.get("env", [])}  # fmt: skip
+            found.add(f"{env['GATE_TIMEOUT']} s")
+        elif create := ((r.get("options") or {}).get("customTimeouts") or {}).get("create"):
+            if r["type"].startswith("command:"):
+                found.add(create.replace("m", " min"))
+            elif r["name"].endswith("-verifier-pod"):
+                found.add(f"{int(create.removesuffix('s')) / 60:g} min")
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_readme_time_table_names_every_limit_the_plan_waits_on(stack: str, plan_stack) -> None:
+    timing = docs.section(README, "How long", level=3)
+    row = next(line for line in timing.splitlines() if line.startswith("| ") and f"`{stack}`" in line.split("|")[1])
+    waits = _waits(plan_stack(stack))
+    assert waits and all(w in row.split("|")[3] for w in waits), (waits, row)
+
+
 def test_readme_links_every_reference_page() -> None:
     linked = {target.split("#")[0] for target in docs.links(docs.README)}
     pages = {str(page.relative_to(ROOT)) for page in docs.PAGES[1:]} | PENDING_PAGES
