@@ -20,8 +20,9 @@ BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
 FIRST = ("platform", "toolkit", "sharing")
 ORDER = ("toolkit", "sharing", "gke", "vm", "host", "k3s", "cluster", "gpu", "kai", "isolator", "gkeCdi",
-         "gkeSharing", "hami", "gpuOperator", "imageRegistry", "registryMirrors", "chartSources", "verify")
-"""The choices lead; then the platforms' own sections, the cards, the GPU software, the mirrors and the proof."""
+         "gkeSharing", "hami", "gpuOperator", "imageRegistry", "registryMirrors", "chartSources", "verify", "guard")
+"""The choices lead; then the platforms' own sections, the cards, the GPU software, the mirrors, the proof and
+the admission guard."""
 PLATFORM_ROW = ("`gpushare:platform`", "all", "required", "Where Kubernetes comes from: {}; it decides which other "
                 "keys exist.")
 

@@ -3,6 +3,7 @@ the generated tables are current, and the README stays a page a newcomer finishe
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from pathlib import Path
@@ -16,8 +17,6 @@ from tests.helpers import docs
 
 README = docs.text(docs.README)
 CI = (ROOT / ".ci" / "run").read_text()
-PENDING_PAGES = {"docs/audit.md"}
-"""Linked from the README, written by the audit issue (21); drop it here once it exists."""
 
 
 def test_readme_is_a_page_a_newcomer_finishes_in_2500_words_or_fewer() -> None:
@@ -91,7 +90,7 @@ def test_readme_time_table_names_every_limit_the_plan_waits_on(stack: str, plan_
 
 def test_readme_links_every_reference_page() -> None:
     linked = {target.split("#")[0] for target in docs.links(docs.README)}
-    pages = {str(page.relative_to(ROOT)) for page in docs.PAGES[1:]} | PENDING_PAGES
+    pages = {str(page.relative_to(ROOT)) for page in docs.PAGES[1:]}
     assert pages <= linked, pages - linked
 
 
@@ -101,8 +100,6 @@ def test_every_link_of_a_page_lands_on_a_file_and_heading_that_exist(page: Path)
     for target in docs.links(page):
         path, _, anchor = target.partition("#")
         where = (page.parent / path).resolve() if path else page
-        if str(where.relative_to(ROOT)) in PENDING_PAGES:
-            continue
         if not where.exists() or (anchor and where.suffix == ".md" and anchor not in docs.anchors(where)):
             broken.append(target)
     assert not broken, f"{page.name}: {broken}"
@@ -199,21 +196,40 @@ def test_shown_host_expectation_command_writes_the_expectation(page: str, args: 
     assert (tmp_path / written).is_file() and "wrote" in capsys.readouterr().out
 
 
-PENDING_MODULES = {"components.audit"}
-"""Shown in the README, written by the audit issue (21): not run until it exists."""
-
-
 def test_every_module_and_script_a_page_runs_exists() -> None:
     import importlib.util
 
     shown = {(str(page.relative_to(ROOT)), m) for page in docs.PAGES
              for m in re.findall(r"python3? -m ([a-z_][a-z_.]*)", docs.text(page))}  # fmt: skip
     missing = [(page, m) for page, m in shown
-               if m not in {"venv", *PENDING_MODULES} and importlib.util.find_spec(m) is None]  # fmt: skip
+               if m != "venv" and importlib.util.find_spec(m) is None]  # fmt: skip
     scripts = {s for page in docs.PAGES for s in re.findall(r"\b((?:components|tests|docs)/[\w/]+\.(?:py|sh))\b",
                                                              docs.text(page))}  # fmt: skip
     missing += [("a page", s) for s in scripts if not (ROOT / s).is_file()]
     assert len(shown) >= 10 and scripts and not missing, missing
+
+
+AUDIT_COMMANDS = docs.commands(r"\.venv/bin/python -m components\.audit ")
+
+
+@pytest.mark.parametrize(("page", "args"), AUDIT_COMMANDS)
+def test_shown_audit_command_exits_1_on_an_unlimited_pod_and_0_on_none(page: str, args: str, capsys) -> None:
+    from components.audit.__main__ import main as audit
+    from tests.test_gpu_audit import GPU_NODE, TENANT_ESCAPES
+
+    tenant, node = TENANT_ESCAPES["privileged"], GPU_NODE
+    argv = [os.path.expanduser(a) for a in shlex.split(args)]
+    assert audit(argv, lambda: ([tenant], [node])) == 1, page
+    assert audit(argv, lambda: ([], [node])) == 0, page
+    capsys.readouterr()
+
+
+def test_the_audit_extra_the_readme_installs_is_declared() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    shown = re.findall(r"-e '\.\[(\w+)\]'", README)
+    assert set(shown) == {"dev", "audit"} and set(shown) <= set(extras)
 
 
 def _pulumi_lines() -> list[tuple[str, list[str]]]:
