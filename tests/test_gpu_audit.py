@@ -98,9 +98,8 @@ def test_a_privileged_pod_on_a_node_without_gpus_reaches_none() -> None:
 
 
 def _planned_pods(plan: Any) -> dict[str, dict[str, Any]]:
-    return json.loads(json.dumps({  # a copy: the tests edit the Pods, and the plan is cached for every other test
-        r["inputs"]["metadata"]["name"]: {"metadata": r["inputs"]["metadata"], "spec": r["inputs"]["spec"]}
-        for r in plan.find(POD) if r["name"].startswith("gpushare-proof-workloads")}))  # fmt: skip
+    return {r["inputs"]["metadata"]["name"]: {"metadata": r["inputs"]["metadata"], "spec": r["inputs"]["spec"]}
+            for r in plan.find(POD) if r["name"].startswith("gpushare-proof-workloads")}  # fmt: skip
 
 
 def test_hami_proof_pods_are_limited_once_allocated_and_its_tries_unlimited(plan_stack) -> None:

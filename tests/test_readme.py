@@ -151,10 +151,12 @@ def test_ci_runs_the_readmes_setup_and_test_commands_as_written() -> None:
     assert setup in CI and test in CI
 
 
-PLAN_COMMANDS = docs.commands(r"\.venv/bin/python -m components\.plan ")
 REFUSALS = [(str(page.relative_to(ROOT)), args, message) for page in docs.PAGES
             for args, message in re.findall(r"^\$ \.venv/bin/python -m components\.plan (.+)\nerror: (.+)$",
                                             docs.text(page), re.M)]  # fmt: skip
+PLAN_COMMANDS = [(page, args) for page, args in docs.commands(r"(?:\$ )?\.venv/bin/python -m components\.plan ")
+                 if not any(args == refused for _, refused, _ in REFUSALS)]  # fmt: skip
+
 HARNESS_COMMANDS = docs.commands(r"\.venv/bin/python -m policies\.harness ")
 HOST_EXPECT_COMMANDS = docs.commands(r"python -m components\.verify\.host (?=\S+ --write-expect)")
 

@@ -241,7 +241,6 @@ class Verifier(pulumi.ComponentResource):
             # A real preview has run nothing: the verdict is not known yet, neither the last one nor a planned one.
             self.verification = unknown_output()
             self.report = unknown_output()
-            self.gpu_audit = unknown_output()  # the audit is the verifier's too: not known before it runs
             self.ghost_quota = None
             self.gpu_audit = unknown_output()
         elif pulumi.runtime.is_dry_run():
