@@ -303,3 +303,13 @@ def test_every_output_a_command_reads_is_one_the_stack_exports(stack: str, plan_
 def test_every_stack_file_the_readme_points_at_exists() -> None:
     config, _ = read_stack_config("k3s", [])
     assert "Pulumi.k3s.yaml" in README and config["gpushare:platform"] == "k3s-vm"
+
+
+def test_the_license_the_readme_names_is_the_full_apache_text_and_the_packages_license() -> None:
+    import tomllib
+
+    license_text = (ROOT / "LICENSE").read_text()
+    assert "Apache-2.0 ([LICENSE](LICENSE))" in README
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+    assert "END OF TERMS AND CONDITIONS" in license_text  # the whole text, not a pointer to it
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == "Apache-2.0"
