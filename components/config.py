@@ -411,7 +411,7 @@ class VerifyConfig(_Model):
     """Run the proof at all."""
     namespace: K8sNamespace = "gpushare-proof"
     """Namespace of the proof Pods and the verifier."""
-    pod_prefix: Annotated[str, AfterValidator(_pod_prefix)] = "gpushare-slice"
+    pod_prefix: Annotated[str, AfterValidator(_pod_prefix)] = "gpushare-proof"
     """Proof Pods are `<prefix>-a` and `<prefix>-b`."""
     slice_mib: int | None = Field(None, gt=0)
     """Memory each proof Pod asks for; unset scales with the card."""

@@ -28,7 +28,7 @@ from components.images import Mirrors
 from components.versions import kubernetes_release
 from tests.conftest import STACKS
 from tests.golden.regenerate import MIRROR_HOST, MIRRORED, chart_sources, variants
-from tests.helpers.helm_values import load_reference
+from tests.helpers.helm_values import image_maps, load_reference
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 TABLES = sorted(CHARTS.values(), key=lambda c: (c.chart, c.version))
@@ -37,9 +37,9 @@ CHART_STACKS = [stack for stack in STACKS if chart_sources(stack)]
 """The stacks that install charts (GKE's own MPS and time-sharing install none)."""
 
 
-def _published(charts_dir: Path, table: ChartImages) -> dict[str, Any]:
+def _published(table: ChartImages) -> dict[str, Any]:
     """The pinned values.yaml as the published chart holds it (the release workflow's rewrites applied)."""
-    values = load_reference(charts_dir, f"{table.chart}-{table.version}")
+    values = load_reference(f"{table.chart}-{table.version}")
     for path, (in_git, published) in table.published.items():
         assert get(values, path) == in_git, f"{'.'.join(path)} is no longer {in_git!r} in git"
         put(values, path, published)
@@ -50,21 +50,9 @@ def _empty_as_none(value: Any) -> Any:
     return None if value in ("", None) else value
 
 
-def _image_maps(values: Any, path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Every map that spells an image: one with a `repository`, or an `…image`/`…Image` map with a `name`."""
-    found: set[tuple[str, ...]] = set()
-    if isinstance(values, dict):
-        named = path and path[-1].lower().endswith("image") and "name" in values
-        if isinstance(values.get("repository"), str) or named:
-            found.add(path)
-        for key, value in values.items():
-            found |= _image_maps(value, (*path, key))
-    return found
-
-
 @pytest.mark.parametrize("table", TABLES, ids=IDS)
-def test_image_table_defaults_are_what_the_pinned_values_yaml_holds(charts_dir, table: ChartImages) -> None:
-    values = _published(charts_dir, table)
+def test_image_table_defaults_are_what_the_pinned_values_yaml_holds(table: ChartImages) -> None:
+    values = _published(table)
     for image in table.images:
         if image.subchart:
             continue  # its defaults live in the subchart's own values.yaml, named in the table
@@ -82,12 +70,12 @@ def test_image_table_defaults_are_what_the_pinned_values_yaml_holds(charts_dir, 
 
 
 @pytest.mark.parametrize("table", TABLES, ids=IDS)
-def test_image_table_covers_every_image_the_pinned_values_yaml_names(charts_dir, table: ChartImages) -> None:
-    values = _published(charts_dir, table)
+def test_image_table_covers_every_image_the_pinned_values_yaml_names(table: ChartImages) -> None:
+    values = _published(table)
     in_table = {image.name[:-1] for image in table.images if not image.subchart}
     left_out = {path for path in table.not_images if get(values, path) is not None}
     assert left_out == set(table.not_images), "a left-out key no longer exists"
-    maps = {path for path in _image_maps(values) if path not in table.not_images}
+    maps = {path for path in image_maps(f"{table.chart}-{table.version}") if path not in table.not_images}
     assert maps == in_table
 
 
@@ -122,7 +110,7 @@ def _server_version(stack: str) -> str | None:
 
 
 @pytest.mark.parametrize("stack", CHART_STACKS)
-def test_mirrored_stack_pulls_every_chart_image_from_a_mirror_per_values_yaml(plan_stack, charts_dir, stack) -> None:
+def test_mirrored_stack_pulls_every_chart_image_from_a_mirror_per_values_yaml(plan_stack, stack) -> None:
     plan = _mirrored_plan(plan_stack, stack)
     mirrors = _mirrors()
     releases = plan.find(RELEASE)
@@ -132,7 +120,7 @@ def test_mirrored_stack_pulls_every_chart_image_from_a_mirror_per_values_yaml(pl
         name = inputs["chart"].rsplit("/", 1)[-1]
         table = chart_images(name, inputs["version"])
         assert table is not None, name
-        chart_defaults = _published(charts_dir, table)
+        chart_defaults = _published(table)
         for image in table.images:
             if image.subchart:  # the subchart's defaults come from the table, the rest from the pinned file
                 chart_defaults = deep_merge(default_values(ChartImages(table.chart, table.version, (image,))),

@@ -153,8 +153,8 @@ def test_hami_outputs_version_and_tag(plan_stack):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_hami_every_value_path_exists_in_the_pinned_chart(charts_dir, version):
-    reference = load_reference(charts_dir, f"hami-{version}")
+def test_hami_every_value_path_exists_in_the_pinned_chart(version):
+    reference = load_reference(f"hami-{version}")
     for args in (
         _args(version),
         _args(version, runtime_class_name="nvidia-legacy", mirrors=Mirrors(default=MIRROR), device_split_count=4),
@@ -162,9 +162,9 @@ def test_hami_every_value_path_exists_in_the_pinned_chart(charts_dir, version):
         assert missing_paths(release_values(hami.hami_release(args)), reference) == []
 
 
-def test_hami_k3s_release_values_exist_in_chart_2_9_0(plan_stack, charts_dir):
+def test_hami_k3s_release_values_exist_in_chart_2_9_0(plan_stack):
     values = plan_stack("k3s").one(RELEASE, "hami-release")["inputs"]["values"]
-    assert missing_paths(values, load_reference(charts_dir, "hami-2.9.0")) == []
+    assert missing_paths(values, load_reference("hami-2.9.0")) == []
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -233,8 +233,8 @@ def _repositories_with_host(values: Any, prefix: tuple[str, ...] = ()) -> list[t
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_hami_mirror_reaches_every_registry_key_of_the_chart(charts_dir, version):
-    reference = load_reference(charts_dir, f"hami-{version}")
+def test_hami_mirror_reaches_every_registry_key_of_the_chart(version):
+    reference = load_reference(f"hami-{version}")
     values = _mirrored_values(version)
     # Each image's own registry is set; global.imageRegistry stays empty, as it would fold all upstreams into one.
     expected = [path for path in _registry_keys(reference) if path != ("global", "imageRegistry")]

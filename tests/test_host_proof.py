@@ -26,7 +26,7 @@ REAL = real_fixtures.REAL
 
 @pytest.fixture(scope="module")
 def cluster() -> dict[str, Any]:
-    return expectation.host_plan("cluster")
+    return expectation.host_plan("cluster", ["gpushare:verify.podPrefix=gpu-slice"])  # as the H200 record ran it
 
 
 def _judged(record: str, stack: dict[str, Any], mechanism: str = "hami-core") -> dict[str, Any]:
@@ -190,11 +190,11 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
     rejudged = json.loads((record_dir / "cluster-mps" / "verdict.json").read_text())
     assert rejudged["passed"] is True and {f["id"] for f in rejudged["findings"]} >= {"mps-own-pinned-limit"}
     (root / "docs" / "host-proof").mkdir(parents=True)
-    (root / "README.md").write_text(f"# x\n{record.README_START}\nold\n{record.README_END}\nrest\n")
+    (root / "docs" / "host-proof.md").write_text(f"# x\n{record.README_START}\nold\n{record.README_END}\nrest\n")
     record.install(record_dir, root)
     doc = (root / "docs" / "sharing-comparison.md").read_text()
     assert "| Pod A's memory view: total / free (MiB) | 4000 / 3482 | 143155 / 3833 |" in doc
     assert "| `cuctxcreate-context` | bypassed, not judged | held, held |" in doc  # B's context went uncharged
     assert "0.285, 0.278 of the unlimited baseline" in doc  # the judged shape, from the H200's numbers
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs" / "host-proof.md").read_text()
     assert "\nold\n" not in readme and readme.endswith("rest\n") and "compute share, short_many (0.486 ms" in readme
