@@ -22,4 +22,5 @@ guard = compose.guard(cfg, cluster)
 
 for name, value in {**cluster.outputs, **toolkit.outputs, **sharing.outputs, **verdict.outputs, **guard}.items():
     pulumi.export(name, value)
-pulumi.export("images", sorted({*toolkit.images, *sharing.images, *verdict.images}))
+for name, value in compose.images(cfg, toolkit.images, sharing.images, verdict.images).items():
+    pulumi.export(name, value)

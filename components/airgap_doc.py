@@ -1,10 +1,10 @@
-"""README's air-gapped lists: each stack's charts and every image it pulls, from the plan itself.
+"""docs/airgap.md's lists: each stack's charts and every image it pulls, from the plan itself.
 
     python -m components.airgap_doc            # print the lists
-    python -m components.airgap_doc --readme   # rewrite them in README.md between the markers
+    python -m components.airgap_doc --write    # rewrite them in docs/airgap.md between the markers
 
 The images are the plan's `images` output, which the chart image table (components/chart_images.py) and the
-values the stack sets derive; the charts are the plan's Helm releases. A test keeps README in step.
+values the stack sets derive; the charts are the plan's Helm releases. A test keeps the page in step.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from components.plan import ROOT, run, stacks
 BEGIN = "<!-- air-gapped:begin -->"
 END = "<!-- air-gapped:end -->"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+PAGE = ROOT / "docs" / "airgap.md"
 
 
 def _chart_row(inputs: dict[str, Any]) -> str:
@@ -30,7 +31,7 @@ def _chart_row(inputs: dict[str, Any]) -> str:
 def stack_markdown(stack: str) -> str:
     """One stack: its charts (chart and version) and the images it pulls, with no mirror set."""
     plan = run(stack)
-    lines = [f"#### `{stack}`", ""]
+    lines = [f"### `{stack}`", ""]
     releases = sorted(plan.find(RELEASE), key=lambda r: r["inputs"]["chart"])
     if releases:
         lines += ["| chart | version |", "|---|---|", *(_chart_row(r["inputs"]) for r in releases), ""]
@@ -44,14 +45,14 @@ def airgap_markdown() -> str:
     return "\n".join([BEGIN, *(f"{stack_markdown(stack)}\n" for stack in stacks()), END])
 
 
-def rewrite_readme(path: Path) -> None:
+def rewrite(path: Path = PAGE) -> None:
     text = path.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
     path.write_text(text[:start] + airgap_markdown() + text[end:])
 
 
 if __name__ == "__main__":
-    if "--readme" in sys.argv[1:]:
-        rewrite_readme(ROOT / "README.md")
+    if "--write" in sys.argv[1:]:
+        rewrite()
     else:
         sys.stdout.write(airgap_markdown() + "\n")

@@ -38,6 +38,8 @@ class ChartImage:
     """What the templates use when `tag` is empty: the app version, or SERVER_VERSION."""
     switches: tuple[tuple[Path, bool], ...] = ()
     """Keys that must all be true for the image to run, with their defaults."""
+    settings: tuple[tuple[Path, Any, Any], ...] = ()
+    """Keys that must hold one value for the image to run: (key, that value, the chart's default; None: unset)."""
     never: str | None = None
     """Why this stack never pulls it although the chart names it (say, only under `helm test`)."""
     subchart: str | None = None
@@ -95,6 +97,9 @@ def default_values(chart: ChartImages) -> dict[str, Any]:
             put(tree, image.tag, image.tag_default)
         for path, default in image.switches:
             put(tree, path, default)
+        for path, _, default in image.settings:
+            if default is not None:
+                put(tree, path, default)
     return tree
 
 
@@ -109,7 +114,9 @@ def reference(image: ChartImage, values: Mapping[str, Any], server_version: str 
 
 
 def runs(image: ChartImage, values: Mapping[str, Any]) -> bool:
-    return image.never is None and all(get(values, path) is True for path, _ in image.switches)
+    """True when the values make a cluster pull `image`: every switch on and every setting at its value."""
+    return (image.never is None and all(get(values, path) is True for path, _ in image.switches)
+            and all(get(values, path) == value for path, value, _ in image.settings))
 
 
 def mirror_values(chart: ChartImages, mirrors: Mirrors) -> dict[str, Any]:
@@ -196,18 +203,25 @@ HAMI_2_10_0 = _hami("2.10.0")
 
 # --- GPU Operator v26.7.0 (NVIDIA/gpu-operator deployments/gpu-operator/templates/_helpers.tpl) -----------------
 # `gpu-operator.fullimage`: <repository>/<image>:<version>, the operator and validator defaulting to the app
-# version. Operands run only when enabled; the sandbox ones only with sandboxWorkloads.enabled as well.
+# version. The operator deploys an operand only when its state is enabled (controllers/state_manager.go:1005-1052):
+# its `enabled`; the sandbox ones with sandboxWorkloads.enabled too, and the KubeVirt or Kata ones only in that
+# sandboxWorkloads.mode (:1029-1032, :1043-1044); GDS and GDRCopy are sidecars of the driver DaemonSet
+# (controllers/object_controls.go:1032-1036), so only with the driver.
 
 _NVCR = "nvcr.io/nvidia"
 _CLOUD_NATIVE = "nvcr.io/nvidia/cloud-native"
 _K8S = "nvcr.io/nvidia/k8s"
 _SANDBOX: tuple[Path, bool] = (("sandboxWorkloads", "enabled"), False)
+_SANDBOX_MODE: Path = ("sandboxWorkloads", "mode")
+_KUBEVIRT = ((_SANDBOX_MODE, "kubevirt", "kubevirt"),)
+_KATA = ((_SANDBOX_MODE, "kata", "kubevirt"),)
+_DRIVER: tuple[Path, bool] = (("driver", "enabled"), True)
 
 
 def _operand(role: str, path: Path, location: str, name: str, version: str | None, *switches: tuple[Path, bool],
-             fallback: str | None = None) -> ChartImage:
+             fallback: str | None = None, settings: tuple[tuple[Path, Any, Any], ...] = ()) -> ChartImage:
     return ChartImage(role, (*path, "image"), name, (*path, "repository"), location, (*path, "version"), version,
-                      tag_fallback=fallback, switches=tuple(switches))
+                      tag_fallback=fallback, switches=tuple(switches), settings=settings)
 
 
 GPU_OPERATOR_V26_7_0 = ChartImages(
@@ -230,8 +244,8 @@ GPU_OPERATOR_V26_7_0 = ChartImages(
                  (("migManager", "enabled"), True)),
         _operand("node-status-exporter", ("nodeStatusExporter",), _NVCR, "gpu-operator", None,
                  (("nodeStatusExporter", "enabled"), False), fallback="v26.7.0"),
-        _operand("gds", ("gds",), _CLOUD_NATIVE, "nvidia-fs", "2.29.4", (("gds", "enabled"), False)),
-        _operand("gdrcopy", ("gdrcopy",), _CLOUD_NATIVE, "gdrdrv", "v2.6", (("gdrcopy", "enabled"), False)),
+        _operand("gds", ("gds",), _CLOUD_NATIVE, "nvidia-fs", "2.29.4", _DRIVER, (("gds", "enabled"), False)),
+        _operand("gdrcopy", ("gdrcopy",), _CLOUD_NATIVE, "gdrdrv", "v2.6", _DRIVER, (("gdrcopy", "enabled"), False)),
         _operand("vgpu-driver-manager", ("vgpuManager", "driverManager"), _CLOUD_NATIVE, "k8s-driver-manager",
                  "v0.12.0", _SANDBOX, (("vgpuManager", "enabled"), False)),
         _operand("vgpu-device-manager", ("vgpuDeviceManager",), _CLOUD_NATIVE, "vgpu-device-manager", "v0.5.0",
@@ -241,11 +255,12 @@ GPU_OPERATOR_V26_7_0 = ChartImages(
         _operand("vfio-driver-manager", ("vfioManager", "driverManager"), _CLOUD_NATIVE, "k8s-driver-manager",
                  "v0.12.0", _SANDBOX, (("vfioManager", "enabled"), True)),
         _operand("sandbox-device-plugin", ("sandboxDevicePlugin",), _NVCR, "kubevirt-gpu-device-plugin", "v1.6.0",
-                 _SANDBOX, (("sandboxDevicePlugin", "enabled"), True)),
+                 _SANDBOX, (("sandboxDevicePlugin", "enabled"), True), settings=_KUBEVIRT),
         _operand("kata-sandbox-device-plugin", ("kataSandboxDevicePlugin",), _CLOUD_NATIVE,
-                 "nvidia-sandbox-device-plugin", "v0.0.5", _SANDBOX, (("kataSandboxDevicePlugin", "enabled"), True)),
-        _operand("cc-manager", ("ccManager",), _CLOUD_NATIVE, "k8s-cc-manager", "v0.4.3",
-                 (("ccManager", "enabled"), True)),
+                 "nvidia-sandbox-device-plugin", "v0.0.5", _SANDBOX, (("kataSandboxDevicePlugin", "enabled"), True),
+                 settings=_KATA),
+        _operand("cc-manager", ("ccManager",), _CLOUD_NATIVE, "k8s-cc-manager", "v0.4.3", _SANDBOX,
+                 (("ccManager", "enabled"), True), settings=_KATA),
         _operand("dra-driver", ("draDriver",), _NVCR, "dra-driver-nvidia-gpu", "v0.5.0",
                  (("gpuCluster", "deployCR"), False)),
         # The node-feature-discovery subchart 0.19.0 (its values.yaml: image.repository, tag empty → appVersion).
@@ -259,14 +274,21 @@ GPU_OPERATOR_V26_7_0 = ChartImages(
 
 # --- KAI Scheduler v0.17.0 (kai-scheduler/KAI-Scheduler deployments/kai-scheduler/templates/_helpers.tpl) ------
 # Every image is <global.registry>/<name>:<tag>, an empty tag taking global.tag, then the chart's app version.
+# The NUMA placement exporter runs when numaPlacementExporter.enabled says so, or, left unset, when the default
+# shard enables the numa plugin (pkg/operator/operands/numa_placement_exporter/numa_placement_exporter.go:59-81).
 
 _KAI_REGISTRY = ("global", "registry")
 _KAI_PUBLISHED_REGISTRY = "ghcr.io/kai-scheduler/kai-scheduler"
 
 
-def _kai(role: str, section: str, name: str, *switches: tuple[Path, bool], key: str = "image") -> ChartImage:
+def _kai(role: str, section: str, name: str, *switches: tuple[Path, bool], key: str = "image",
+         settings: tuple[tuple[Path, Any, Any], ...] = ()) -> ChartImage:
     return ChartImage(role, (section, key, "name"), name, _KAI_REGISTRY, _KAI_PUBLISHED_REGISTRY,
-                      (section, key, "tag"), None, tag_fallback="v0.17.0", switches=tuple(switches))
+                      (section, key, "tag"), None, tag_fallback="v0.17.0", switches=tuple(switches),
+                      settings=settings)
+
+
+_NUMA_EXPORTER: Path = ("numaPlacementExporter", "enabled")
 
 
 KAI_SCHEDULER_V0_17_0 = ChartImages(
@@ -281,7 +303,11 @@ KAI_SCHEDULER_V0_17_0 = ChartImages(
         _kai("resource-reservation", "binder", "resourcereservation", (("binder", "enabled"), True),
              key="resourceReservationImage"),
         _kai("scheduler", "scheduler", "scheduler", (("scheduler", "enabled"), True)),
-        _kai("numa-placement-exporter", "numaPlacementExporter", "numa-placement-exporter"),
+        _kai("numa-placement-exporter", "numaPlacementExporter", "numa-placement-exporter",
+             settings=((_NUMA_EXPORTER, True, None),)),
+        _kai("numa-placement-exporter", "numaPlacementExporter", "numa-placement-exporter",
+             (("defaultShard", "enabled"), True),
+             settings=((_NUMA_EXPORTER, None, None), (("scheduler", "plugins", "numa", "enabled"), True, None))),
         _kai("queuecontroller", "queuecontroller", "queuecontroller", (("queuecontroller", "enabled"), True)),
         _kai("admission", "admission", "admission", (("admission", "enabled"), True)),
         _kai("nodescaleadjuster", "nodescaleadjuster", "nodescaleadjuster",

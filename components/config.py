@@ -411,7 +411,7 @@ class VerifyConfig(_Model):
     """Run the proof at all."""
     namespace: K8sNamespace = "gpushare-proof"
     """Namespace of the proof Pods and the verifier."""
-    pod_prefix: Annotated[str, AfterValidator(_pod_prefix)] = "gpushare-slice"
+    pod_prefix: Annotated[str, AfterValidator(_pod_prefix)] = "gpushare-proof"
     """Proof Pods are `<prefix>-a` and `<prefix>-b`."""
     slice_mib: int | None = Field(None, gt=0)
     """Memory each proof Pod asks for; unset scales with the card."""
@@ -533,7 +533,7 @@ class _Stack(_Model):
     gpu: GpuConfig = Field(default_factory=GpuConfig)
     """The cards of the GPU nodes."""
     image_registry: Registry | None = None
-    """One mirror for every upstream registry that `registryMirrors` does not name (host dropped, path kept)."""
+    """One mirror for every upstream registry that `registryMirrors` does not name (the host kept as a path segment)."""
     registry_mirrors: dict[str, str] = Field(default_factory=dict)
     """Upstream registry host → mirror, such as `{"docker.io": "harbor.example.com/dockerhub"}`."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)

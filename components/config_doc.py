@@ -1,7 +1,7 @@
-"""The config reference table in README.md, generated from the models.
+"""The config reference table of docs/configuration.md, generated from the models.
 
     python -m components.config_doc            # print the table
-    python -m components.config_doc --readme   # rewrite it in README.md between the markers
+    python -m components.config_doc --write    # rewrite it in docs/configuration.md between the markers
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
 FIRST = ("platform", "toolkit", "sharing")
 ORDER = ("toolkit", "sharing", "gke", "vm", "host", "k3s", "cluster", "gpu", "kai", "isolator", "gkeCdi",
-         "gkeSharing", "hami", "gpuOperator", "imageRegistry", "registryMirrors", "chartSources", "verify")
-"""The choices lead; then the platforms' own sections, the cards, the GPU software, the mirrors and the proof."""
+         "gkeSharing", "hami", "gpuOperator", "imageRegistry", "registryMirrors", "chartSources", "verify", "guard")
+"""The choices lead; then the platforms' own sections, the cards, the GPU software, the mirrors, the proof and
+the admission guard."""
 PLATFORM_ROW = ("`gpushare:platform`", "all", "required", "Where Kubernetes comes from: {}; it decides which other "
                 "keys exist.")
 
@@ -93,14 +94,17 @@ def reference_markdown() -> str:
     return "\n".join(lines)
 
 
-def rewrite_readme(path: Path) -> None:
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+
+
+def rewrite(path: Path = PAGE) -> None:
     text = path.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
     path.write_text(text[:start] + reference_markdown() + text[end:])
 
 
 if __name__ == "__main__":
-    if "--readme" in sys.argv[1:]:
-        rewrite_readme(Path(__file__).resolve().parent.parent / "README.md")
+    if "--write" in sys.argv[1:]:
+        rewrite()
     else:
         sys.stdout.write(reference_markdown() + "\n")

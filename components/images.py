@@ -1,14 +1,16 @@
 """Image references through registry mirrors: one rule for every chart value and every Pod image we set.
 
-A mirror replaces an image's registry host and keeps its path: with `nvcr.io` → `harbor.example/nvcr`,
+A mirror of one upstream replaces the image's registry host and keeps its path: with `nvcr.io` → `harbor.example/nvcr`,
 `nvcr.io/nvidia/k8s/container-toolkit:v1.20.0` is pulled as `harbor.example/nvcr/nvidia/k8s/container-toolkit:v1.20.0`.
+The one mirror for every other upstream keeps the host as the first path segment, so two upstreams never share a path
+(`ghcr.io/kyverno/x` and `reg.kyverno.io/kyverno/x`): `harbor.example/all/ghcr.io/kyverno/x`.
 Docker Hub's short names are spelled out first (`python:3.12` is `docker.io/library/python:3.12`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 DOCKER_HUB = "docker.io"
@@ -46,6 +48,11 @@ def mirror_prefix_problem(prefix: str) -> str | None:
     return None
 
 
+def host_segment(host: str) -> str:
+    """An upstream registry host as a path segment under the catch-all mirror: lower-case, a port joined by `-`."""
+    return host.lower().replace(":", "-")  # a path component allows no `:` (distribution/reference/regexp.go)
+
+
 def split_reference(image: str) -> tuple[str, str]:
     """(registry host, the rest): `nvcr.io/nvidia/k8s` → (`nvcr.io`, `nvidia/k8s`).
 
@@ -67,7 +74,7 @@ class Mirrors:
     by_host: Mapping[str, str] = field(default_factory=dict)
     """Upstream registry host → mirror prefix."""
     default: str | None = None
-    """The mirror of every upstream `by_host` does not name."""
+    """The mirror of every upstream `by_host` does not name, each under its host as the first path segment."""
 
     def __bool__(self) -> bool:
         return bool(self.by_host) or bool(self.default)
@@ -75,7 +82,13 @@ class Mirrors:
     def prefix_for(self, host: str) -> str | None:
         """The mirror prefix of `host`, or None when it is pulled from upstream."""
         host = DOCKER_HUB if host in _DOCKER_HUB_ALIASES else host
-        return self.by_host.get(host, self.default)
+        if host in self.by_host:
+            return self.by_host[host]
+        return f"{self.default.rstrip('/')}/{host_segment(host)}" if self.default else None
+
+    def unmirrored(self, images: Iterable[str]) -> list[str]:
+        """The upstream registry hosts of `images` (references as pulled) that no mirror covers, sorted."""
+        return sorted({split_reference(image)[0] for image in images if not self.is_mirrored(image)})
 
     def image(self, image: str) -> str:
         """The reference `image` is pulled as; unchanged when its registry has no mirror."""
@@ -109,6 +122,7 @@ def as_mirrors(mirrors: Mirrors | str | None) -> Mirrors:
 def mirrored(image: str, mirrors: Mirrors | str | None) -> str:
     """The image as pulled through `mirrors` (or one mirror prefix for all); unchanged without a mirror.
 
-    `nvcr.io/nvidia/k8s` → `harbor.example/proxy/nvidia/k8s`; `python:3.12-slim` → `…/library/python:3.12-slim`.
+    With one prefix for all: `nvcr.io/nvidia/k8s` → `harbor.example/all/nvcr.io/nvidia/k8s`; `python:3.12-slim` →
+    `…/docker.io/library/python:3.12-slim`.
     """
     return as_mirrors(mirrors).image(image)

@@ -48,6 +48,15 @@ def charts_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def rendered_dir() -> Path:
+    """../shared/reference/rendered: what the real Helm engine renders for each stack's releases; absent: skip."""
+    path = SHARED / "reference" / "rendered"
+    if not path.is_dir():
+        pytest.skip("../shared/reference/rendered is absent (only the project's workspace has it)")
+    return path
+
+
+@pytest.fixture(scope="session")
 def seeds_dir() -> Path:
     path = SHARED / "seeds"
     if not path.is_dir():

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.conftest import STACKS
-from tests.helpers.helm_values import load_reference, missing_paths
+from tests.helpers.helm_values import has_reference, load_reference, missing_paths
 from tests.helpers.k8s_schema import is_custom_kind, objects_in, validate
 
 # Chart name (as the Release names it) → the reference directory prefix under ../shared/reference/charts.
@@ -26,7 +24,7 @@ def _chart_name(chart: str) -> str:
     return chart.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _reference_dir(charts_dir: Path, chart: str, version: str) -> str:
+def _reference_dir(chart: str, version: str) -> str:
     prefix = CHART_DIRS[_chart_name(chart)]
     return f"{prefix}{version}"
 
@@ -36,14 +34,14 @@ CHART_STACKS = [s for s in STACKS if s not in ("gke-mps", "gke-time-sharing")]
 
 
 @pytest.mark.parametrize("stack", CHART_STACKS)
-def test_every_helm_value_we_set_exists_in_the_pinned_chart(stack: str, plan_stack, charts_dir: Path) -> None:
+def test_every_helm_value_we_set_exists_in_the_pinned_chart(stack: str, plan_stack) -> None:
     releases = plan_stack(stack).find("kubernetes:helm.sh/v3:Release")
     assert releases, f"stack {stack} installs no chart"
     for release in releases:
         inputs = release["inputs"]
-        reference_dir = _reference_dir(charts_dir, inputs["chart"], inputs["version"])
-        assert (charts_dir / reference_dir).is_dir(), f"{release['name']}: no reference values for {reference_dir}"
-        reference = load_reference(charts_dir, reference_dir)
+        reference_dir = _reference_dir(inputs["chart"], inputs["version"])
+        assert has_reference(reference_dir), f"{release['name']}: no reference values for {reference_dir}"
+        reference = load_reference(reference_dir)
         assert missing_paths(inputs.get("values") or {}, reference) == [], release["name"]
 
 

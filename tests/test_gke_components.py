@@ -311,13 +311,13 @@ def test_every_kubernetes_resource_uses_the_cluster_provider() -> None:
             assert r.get("options", {}).get("provider") == "gke-k8s", r["name"]
 
 
-def test_every_helm_value_path_exists_in_reference_charts(charts_dir: Path) -> None:
+def test_every_helm_value_path_exists_in_reference_charts() -> None:
     plan = parts()
     for name, chart in (("kai-release", "kai-scheduler-v0.17.0"),
                         ("isolator-release", "kai-resource-isolator-1.1.0-chart"),
                         ("gke-cdi-kyverno-release", "kyverno-3.8.2")):
         values = release(plan, name)["values"]
-        assert missing_paths(values, load_reference(charts_dir, chart)) == [], name
+        assert missing_paths(values, load_reference(chart)) == [], name
 
 
 def test_every_kubernetes_object_validates() -> None:

@@ -166,28 +166,28 @@ def test_kai_stack_pool_has_no_gpu_sharing_config(plan_stack) -> None:
 
 def test_mps_stack_plans_the_pods_gke_expects(plan_stack) -> None:
     pods = _pods(plan_stack("gke-mps"))
-    for name in ("gke-mps-a", "gke-mps-b", "hami-oversubscribe"):
+    for name in ("gpushare-proof-a", "gpushare-proof-b", "gpushare-overcommit"):
         spec = pods[name]
         assert spec["hostIPC"] is True and spec["schedulerName"] == "default-scheduler"
         assert spec["nodeSelector"] == {STRATEGY: "mps", CLIENTS: "2"}
         assert [c["resources"]["limits"] for c in spec["containers"]] == [{"nvidia.com/gpu": "1"}]
         assert "securityContext" not in spec["containers"][0]
-    command = " ".join(pods["gke-mps-a"]["containers"][0]["command"])
+    command = " ".join(pods["gpushare-proof-a"]["containers"][0]["command"])
     assert "--expect-limit-mib 7680" in command and "compute.py" in command
 
 
 def test_time_sharing_stack_pods_select_time_sharing_without_host_ipc(plan_stack) -> None:
     pods = _pods(plan_stack("gke-time-sharing"))
-    for name in ("gke-time-sharing-a", "gke-time-sharing-b", "hami-oversubscribe"):
+    for name in ("gpushare-proof-a", "gpushare-proof-b", "gpushare-overcommit"):
         assert pods[name]["nodeSelector"] == {STRATEGY: "time-sharing", CLIENTS: "2"}
         assert "hostIPC" not in pods[name]
-    assert "--expect-limit-mib" not in pods["gke-time-sharing-a"]["containers"][0]["command"]
+    assert "--expect-limit-mib" not in pods["gpushare-proof-a"]["containers"][0]["command"]
 
 
 def test_overcommit_pod_takes_every_slot_the_proof_pods_leave_plus_one(plan_stack) -> None:
     plan = plan_stack("gke-mps", "gpushare:gkeSharing.maxSharedClientsPerGpu=4", "gpushare:verify.extraGiB=2",
                       "gpushare:verify.sweepGiB=[2,3,4]")
-    containers = _pods(plan)["hami-oversubscribe"]["containers"]
+    containers = _pods(plan)["gpushare-overcommit"]["containers"]
     assert [c["name"] for c in containers] == ["probe-0", "probe-1", "probe-2"]
     assert all(c["resources"]["limits"] == {"nvidia.com/gpu": "1"} for c in containers)
 
@@ -246,6 +246,8 @@ def _k3s_as_gke_sharing() -> tuple[Expectation, dict[str, Any]]:
     expect, evidence = load("k3s")
     expect = replace(expect, mechanism="mps", system="gke", pending_reason="Insufficient nvidia.com/gpu",
                      overcommit_mib=None, overcommit_slots=1, allocation_annotation=None)
+    # GKE's device plugin advertises clients per card × cards: 2 slots, both taken by the proof Pods.
+    evidence["nodes"]["hami-lab-rtx6000"]["allocatable"]["nvidia.com/gpu"] = "2"
     return expect, evidence
 
 

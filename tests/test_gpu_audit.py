@@ -104,15 +104,15 @@ def _planned_pods(plan: Any) -> dict[str, dict[str, Any]]:
 
 def test_hami_proof_pods_are_limited_once_allocated_and_its_tries_unlimited(plan_stack) -> None:
     pods = _planned_pods(plan_stack("k3s"))
-    for name in ("hami-share-a", "hami-share-b"):
+    for name in ("gpushare-proof-a", "gpushare-proof-b"):
         pods[name]["metadata"]["annotations"][audit.HAMI_ALLOCATED] = "GPU-0,NVIDIA,8000,0:;"
     got = {n: audit.classify(p)["reason"] for n, p in pods.items()}
     assert got == {
-        "hami-share-a": "hami-allocated",
-        "hami-share-b": "hami-allocated",
-        "hami-oversubscribe": "hami-slice-requested",  # Pending: no allocation, no card
-        "hami-share-try-cuda-disable-control": "cuda-disable-control",
-        "hami-share-try-visible-devices-all": "visible-devices-without-request",
+        "gpushare-proof-a": "hami-allocated",
+        "gpushare-proof-b": "hami-allocated",
+        "gpushare-overcommit": "hami-slice-requested",  # Pending: no allocation, no card
+        "gpushare-proof-try-cuda-disable-control": "cuda-disable-control",
+        "gpushare-proof-try-visible-devices-all": "visible-devices-without-request",
     }
 
 
@@ -127,10 +127,10 @@ def test_kai_proof_pods_are_limited_once_the_isolator_and_the_device_policy_muta
             pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "p", "mountPath": audit.PRELOAD_PATH}]
     got = {n: audit.classify(p, STACK_NAMESPACES["gke"])["reason"] for n, p in pods.items()}
     assert got == {
-        "kai-hami-lab12-a": "isolator-injected",
-        "kai-hami-lab12-b": "isolator-injected",
-        "kai-hami-lab12-try-isolator-inject-false": "isolator-inject-false",
-        "kai-hami-lab12-try-visible-devices-all": "visible-devices-without-request",
+        "gpushare-proof-a": "isolator-injected",
+        "gpushare-proof-b": "isolator-injected",
+        "gpushare-proof-try-isolator-inject-false": "isolator-inject-false",
+        "gpushare-proof-try-visible-devices-all": "visible-devices-without-request",
         "gpushare-whole-gpu": "whole-gpu",  # the precondition Pod: a whole card beside the slices
     }
 

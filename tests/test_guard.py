@@ -45,9 +45,9 @@ def test_pods_that_opt_out_no_way_the_guard_knows_are_admitted(reason: str) -> N
 def test_the_proof_slice_pods_pass_and_its_tries_are_refused(plan_stack) -> None:
     pods = _planned_pods(plan_stack("k3s"))
     rules = plan_stack("k3s").outputs["gpuGuard"]["rules"]
-    assert admitted(pods["hami-share-a"], rules) == []
-    assert admitted(pods["hami-share-try-cuda-disable-control"], rules) == ["cuda-disable-control"]
-    assert admitted(pods["hami-share-try-visible-devices-all"], rules) == ["visible-devices-without-request"]
+    assert admitted(pods["gpushare-proof-a"], rules) == []
+    assert admitted(pods["gpushare-proof-try-cuda-disable-control"], rules) == ["cuda-disable-control"]
+    assert admitted(pods["gpushare-proof-try-visible-devices-all"], rules) == ["visible-devices-without-request"]
 
 
 def test_the_system_pods_would_be_refused_which_is_why_their_namespaces_are_exempt(plan_stack) -> None:

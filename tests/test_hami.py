@@ -153,8 +153,8 @@ def test_hami_outputs_version_and_tag(plan_stack):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_hami_every_value_path_exists_in_the_pinned_chart(charts_dir, version):
-    reference = load_reference(charts_dir, f"hami-{version}")
+def test_hami_every_value_path_exists_in_the_pinned_chart(version):
+    reference = load_reference(f"hami-{version}")
     for args in (
         _args(version),
         _args(version, runtime_class_name="nvidia-legacy", mirrors=Mirrors(default=MIRROR), device_split_count=4),
@@ -162,9 +162,9 @@ def test_hami_every_value_path_exists_in_the_pinned_chart(charts_dir, version):
         assert missing_paths(release_values(hami.hami_release(args)), reference) == []
 
 
-def test_hami_k3s_release_values_exist_in_chart_2_9_0(plan_stack, charts_dir):
+def test_hami_k3s_release_values_exist_in_chart_2_9_0(plan_stack):
     values = plan_stack("k3s").one(RELEASE, "hami-release")["inputs"]["values"]
-    assert missing_paths(values, load_reference(charts_dir, "hami-2.9.0")) == []
+    assert missing_paths(values, load_reference("hami-2.9.0")) == []
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -233,14 +233,17 @@ def _repositories_with_host(values: Any, prefix: tuple[str, ...] = ()) -> list[t
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_hami_mirror_reaches_every_registry_key_of_the_chart(charts_dir, version):
-    reference = load_reference(charts_dir, f"hami-{version}")
+def test_hami_mirror_reaches_every_registry_key_of_the_chart(version):
+    reference = load_reference(f"hami-{version}")
     values = _mirrored_values(version)
     # Each image's own registry is set; global.imageRegistry stays empty, as it would fold all upstreams into one.
     expected = [path for path in _registry_keys(reference) if path != ("global", "imageRegistry")]
     assert expected, "the reference values name no registry keys"
     assert "imageRegistry" not in values.get("global", {})
-    assert {path: _get(values, path) for path in expected} == dict.fromkeys(expected, MIRROR)
+    # Each under the catch-all mirror with its upstream host kept: docker.io → <mirror>/docker.io.
+    mirrors = Mirrors(default=MIRROR)
+    assert {path: _get(values, path) for path in expected} == {
+        path: mirrors.location(_get(reference, path)) for path in expected}
     for path in _repositories_with_host(reference):
         assert _get(values, path).startswith(f"{MIRROR}/"), ".".join(path)
 
@@ -250,7 +253,8 @@ def test_hami_every_registry_value_rendered_is_the_mirror(version):
     values = _mirrored_values(version)
     rendered = _registry_keys(values)
     assert rendered
-    assert {_get(values, path) for path in rendered} == {MIRROR}
+    assert {_get(values, path) for path in rendered} == {f"{MIRROR}/docker.io",
+                                                          f"{MIRROR}/registry.cn-hangzhou.aliyuncs.com"}
 
 
 def test_hami_without_mirror_sets_no_registry(plan_stack):
@@ -260,8 +264,8 @@ def test_hami_without_mirror_sets_no_registry(plan_stack):
 
 def test_hami_mirror_from_config_reaches_the_release(plan_stack):
     values = plan_stack("k3s", f"gpushare:imageRegistry={MIRROR}").one(RELEASE, "hami-release")["inputs"]["values"]
-    assert values["scheduler"]["kubeScheduler"]["image"]["registry"] == MIRROR
-    assert values["devicePlugin"]["image"]["registry"] == MIRROR
+    assert values["scheduler"]["kubeScheduler"]["image"]["registry"] == f"{MIRROR}/registry.cn-hangzhou.aliyuncs.com"
+    assert values["devicePlugin"]["image"]["registry"] == f"{MIRROR}/docker.io"
 
 
 # --- the proof contract -----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from typing import Any
 
@@ -139,3 +140,37 @@ def test_every_stacks_worst_case_verdict_fits_with_no_finding_dropped() -> None:
         assert back["findings"] == result["findings"], stack
         assert "cut" not in back, (stack, back.get("cut"))
         assert tuple(c["id"] for c in back["checks"]) == expect.checks
+
+
+def _flood(count: int) -> tuple[Any, dict[str, Any]]:
+    """The recorded cluster run, passing, with `count` findings of incompressible ids: more than any message holds."""
+    expect, evidence = load("cluster")
+    result = copy.deepcopy(judge.judge(expect, evidence))
+    assert result["passed"] is True
+    result["findings"] = [{"pod": "gpu-slice-a", "id": f"{(i * 2654435761) % 4294967291:08x}-{i}", "tried": "t",
+                           "observed": "o", "bypassed": True} for i in range(count)]  # fmt: skip
+    return expect, result
+
+
+def test_an_overflowing_verdict_keeps_passed_and_every_check_on_the_way() -> None:
+    expect, result = _flood(2000)
+    text = message.encode(result)
+    assert _bytes(text) <= message.LIMIT_BYTES
+    verification = message.expand(message.decode(text), expect)
+    assert verification["passed"] is True
+    assert [(c["id"], c["passed"]) for c in verification["checks"]] == [(c["id"], True) for c in result["checks"]]
+
+
+def test_an_overflowing_verdict_counts_the_findings_it_could_not_show_and_names_the_whole_by_its_digest() -> None:
+    expect, result = _flood(2000)
+    back = message.decode(message.encode(result))
+    shown = len(back.get("findings") or [])
+    assert back["findingsNotShown"] == 2000 - shown > 0
+    assert back["digest"] == message.digest(result)
+    line = message.log_line(result)
+    assert json.loads(line)["kind"] == "verification"
+    assert "sha256:" + hashlib.sha256(line.encode()).hexdigest() == back["digest"]
+    text_report = report.render(message.expand(back, expect), expect)
+    assert f"{2000 - shown} of 2000 findings could not be shown here" in text_report
+    assert back["digest"] in text_report
+    assert "No probe reported a way around the limits" not in text_report

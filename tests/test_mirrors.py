@@ -12,6 +12,8 @@ from components.gpu import isolator
 from components.gpu.chart import ChartRelease, ChartSource, chart_location
 from components.images import Mirrors, mirrored, split_reference
 from components.plan import ROOT, _as_pulumi_config, main, read_stack_config
+from tests.conftest import STACKS
+from tests.golden.regenerate import MIRRORED
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -50,7 +52,39 @@ def test_each_upstream_goes_to_its_own_mirror_and_the_rest_to_the_default() -> N
                       default="registry.local:5000/all")
     assert mirrors.image("python:3.12") == "harbor.example.com/dockerhub/library/python:3.12"
     assert mirrors.image("nvcr.io/nvidia/gpu-operator:v26.7.0") == "harbor.example.com/nvcr/nvidia/gpu-operator:v26.7.0"
-    assert mirrors.image("ghcr.io/org/img:1") == "registry.local:5000/all/org/img:1"
+    assert mirrors.image("ghcr.io/org/img:1") == "registry.local:5000/all/ghcr.io/org/img:1"
+
+
+def test_the_catch_all_mirror_keeps_each_upstream_host_so_kyvernos_two_registries_stay_apart() -> None:
+    mirrors = Mirrors(default="harbor.example.com/mirror")
+    assert mirrors.image("ghcr.io/kyverno/readiness-checker:v1.18.2") == (
+        "harbor.example.com/mirror/ghcr.io/kyverno/readiness-checker:v1.18.2")
+    assert mirrors.image("reg.kyverno.io/kyverno/readiness-checker:v1.18.2") == (
+        "harbor.example.com/mirror/reg.kyverno.io/kyverno/readiness-checker:v1.18.2")
+    assert mirrors.location("reg.kyverno.io") == "harbor.example.com/mirror/reg.kyverno.io"
+    assert mirrors.image("python:3.12") == "harbor.example.com/mirror/docker.io/library/python:3.12"
+    # A port cannot be part of a path component (distribution/reference/regexp.go): it is joined by `-`.
+    assert mirrors.image("registry.local:5000/x:1") == "harbor.example.com/mirror/registry.local-5000/x:1"
+
+
+CATCH_ALL = "gpushare:imageRegistry=harbor.example.com/mirror"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("mirror", [(CATCH_ALL,), tuple(MIRRORED)], ids=["catch-all", "per-upstream"])
+def test_no_two_upstream_images_of_a_stack_share_one_mirrored_reference(plan_stack, stack: str,
+                                                                      mirror: tuple[str, ...]) -> None:
+    upstream = plan_stack(stack).outputs["images"]
+    mirrored_plan = plan_stack(stack, *mirror)
+    mirrors = _parse(stack, *mirror).mirrors
+    pulled_as = {image: mirrors.image(image) for image in upstream}
+    assert len(set(pulled_as.values())) == len(upstream), "two upstream images share one mirrored reference"
+    # A pull-through proxy serves one upstream per path: no upstream's mirror path may hold another's.
+    prefixes = sorted(f"{mirrors.prefix_for(host)}/" for host in {split_reference(image)[0] for image in upstream})
+    assert not [(a, b) for a in prefixes for b in prefixes if a != b and b.startswith(a)]
+    assert len(set(prefixes)) == len(prefixes)
+    # What the stack's values and Pods pull through the mirror is what the rule says, image by image.
+    assert sorted(pulled_as.values()) == mirrored_plan.outputs["images"]
 
 
 def test_an_upstream_without_a_mirror_is_pulled_from_upstream() -> None:
@@ -178,10 +212,10 @@ def test_a_kai_chart_from_a_private_oci_registry_keeps_the_pinned_version(plan_s
     assert plan.one(RELEASE, "isolator-release")["inputs"]["chart"] == isolator.CHART  # the others stay public
 
 
-def test_readme_air_gapped_lists_are_what_the_plans_pull() -> None:
-    readme = (ROOT / "README.md").read_text()
-    start, end = readme.index(airgap_doc.BEGIN), readme.index(airgap_doc.END) + len(airgap_doc.END)
-    assert readme[start:end] == airgap_doc.airgap_markdown(), "run: python -m components.airgap_doc --readme"
+def test_airgap_page_lists_are_what_the_plans_pull() -> None:
+    page = airgap_doc.PAGE.read_text()
+    start, end = page.index(airgap_doc.BEGIN), page.index(airgap_doc.END) + len(airgap_doc.END)
+    assert page[start:end] == airgap_doc.airgap_markdown(), "run: python -m components.airgap_doc --write"
 
 
 def test_a_relative_local_chart_is_read_from_the_project_directory(tmp_path: Path) -> None:
@@ -206,3 +240,43 @@ def test_a_chart_version_the_image_table_lacks_is_refused(stack: str, override: 
 def test_a_kyverno_version_is_not_checked_when_kyverno_is_off() -> None:
     cfg = _parse("gke", "gpushare:gkeCdi.kyverno=false", "gpushare:gkeCdi.kyvernoVersion=3.9.1")
     assert "kyverno" not in cfg.chart_pins()
+
+
+# --- upstreams a partial map leaves out ---------------------------------------------------------------------------
+
+
+def _warnings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import pulumi
+
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    return warnings
+
+
+def test_a_partial_mirror_map_names_the_upstreams_it_leaves_unmirrored_in_the_plan_and_at_up(fresh_plan,
+                                                                                           monkeypatch) -> None:
+    warnings = _warnings(monkeypatch)
+    plan = fresh_plan("gke", ['gpushare:registryMirrors={"docker.io": "harbor.example.com/dockerhub"}',
+                              "gpushare:verify.failOnViolation=false"], preview=False)
+    upstream = [image for image in plan.outputs["images"] if not image.startswith("harbor.example.com/")]
+    assert upstream and plan.outputs["unmirroredRegistries"] == ["ghcr.io", "reg.kyverno.io"]
+    assert {split_reference(image)[0] for image in upstream} == {"ghcr.io", "reg.kyverno.io"}
+    (warning,) = [w for w in warnings if w.startswith("gpushare:registryMirrors:")]
+    assert "ghcr.io, reg.kyverno.io have no mirror" in warning and f"{len(upstream)} of" in warning
+    assert "gpushare:registryMirrors[\"ghcr.io\"]" in warning and "gpushare:imageRegistry" in warning
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("mirror", [(CATCH_ALL,), tuple(MIRRORED)], ids=["catch-all", "per-upstream"])
+def test_a_catch_all_or_a_full_map_leaves_no_registry_unmirrored(plan_stack, stack: str,
+                                                                 mirror: tuple[str, ...]) -> None:
+    assert plan_stack(stack, *mirror).outputs["unmirroredRegistries"] == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_without_a_mirror_every_upstream_is_named_and_nothing_warns(fresh_plan, monkeypatch, stack: str) -> None:
+    warnings = _warnings(monkeypatch)
+    plan = fresh_plan(stack)
+    hosts = sorted({split_reference(image)[0] for image in plan.outputs["images"]})
+    assert hosts and plan.outputs["unmirroredRegistries"] == hosts
+    assert not [w for w in warnings if w.startswith("gpushare:registryMirrors:")]

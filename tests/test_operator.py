@@ -63,8 +63,8 @@ def test_operator_release_waits_for_its_namespace_on_the_cluster_provider(plan_s
     assert release["parent"] == namespace["parent"] == "gpu-operator"
 
 
-def test_operator_cdi_default_matches_the_charts_default(charts_dir) -> None:
-    reference = load_reference(charts_dir, REFERENCE)
+def test_operator_cdi_default_matches_the_charts_default() -> None:
+    reference = load_reference(REFERENCE)
     assert reference["cdi"]["enabled"] is True
     assert GpuOperatorConfig().cdi_enabled is reference["cdi"]["enabled"]
 
@@ -75,33 +75,33 @@ def test_operator_cdi_enabled_follows_config(plan_stack, cdi: bool) -> None:
     assert values["cdi"] == {"enabled": cdi}
 
 
-def test_operator_every_helm_value_path_exists_in_the_pinned_chart(plan_stack, charts_dir) -> None:
-    reference = load_reference(charts_dir, REFERENCE)
+def test_operator_every_helm_value_path_exists_in_the_pinned_chart(plan_stack) -> None:
+    reference = load_reference(REFERENCE)
     assert missing_paths(_release(plan_stack("cluster"))["inputs"]["values"], reference) == []
 
 
-def test_operator_mirrored_value_paths_exist_beyond_only_the_nfd_subchart_image(plan_stack, charts_dir) -> None:
+def test_operator_mirrored_value_paths_exist_beyond_only_the_nfd_subchart_image(plan_stack) -> None:
     # The reference holds the parent chart's values.yaml only; NFD's `image.repository` is the subchart's.
-    reference = load_reference(charts_dir, REFERENCE)
+    reference = load_reference(REFERENCE)
     values = _release(plan_stack("cluster", f"gpushare:imageRegistry={MIRROR}"))["inputs"]["values"]
     assert missing_paths(values, reference) == ["node-feature-discovery.image.repository"]
     assert "node-feature-discovery" in reference  # the subchart is vendored, so its values live under this key
 
 
-def test_operator_image_table_matches_every_repository_of_the_pinned_chart(charts_dir) -> None:
-    reference = load_reference(charts_dir, REFERENCE)
+def test_operator_image_table_matches_every_repository_of_the_pinned_chart() -> None:
+    reference = load_reference(REFERENCE)
     in_chart = {path: d["repository"] for path, d in _image_dicts(reference) if d.get("repository")}
     assert in_chart == IMAGE_REPOSITORIES
 
 
-def test_operator_mirror_reaches_every_image_value(plan_stack, charts_dir) -> None:
-    reference = load_reference(charts_dir, REFERENCE)
+def test_operator_mirror_reaches_every_image_value(plan_stack) -> None:
+    reference = load_reference(REFERENCE)
     values = _release(plan_stack("cluster", f"gpushare:imageRegistry={MIRROR}"))["inputs"]["values"]
     rendered = dict(_image_dicts(values))
     for path, upstream in _image_dicts(reference):
         if upstream.get("repository"):
             assert rendered[path]["repository"] == mirrored(upstream["repository"], MIRROR), path
-    assert rendered[NFD_IMAGE_PATH]["repository"] == f"{MIRROR}/nfd/node-feature-discovery"
+    assert rendered[NFD_IMAGE_PATH]["repository"] == f"{MIRROR}/registry.k8s.io/nfd/node-feature-discovery"
     for path, image in rendered.items():
         for key in ("repository", "registry"):
             if key in image:
@@ -116,13 +116,15 @@ def test_operator_without_mirror_sets_no_image_value(plan_stack) -> None:
 @pytest.mark.parametrize(
     ("upstream", "registry", "expected"),
     [
-        ("nvcr.io/nvidia/k8s", "harbor.example.com/mirror", "harbor.example.com/mirror/nvidia/k8s"),
-        ("registry.k8s.io/nfd/node-feature-discovery", "10.0.0.5:5000/", "10.0.0.5:5000/nfd/node-feature-discovery"),
-        ("localhost/x", "m.example", "m.example/x"),
-        ("library/python", "m.example", "m.example/library/python"),
+        ("nvcr.io/nvidia/k8s", "harbor.example.com/mirror", "harbor.example.com/mirror/nvcr.io/nvidia/k8s"),
+        ("registry.k8s.io/nfd/node-feature-discovery", "10.0.0.5:5000/",
+         "10.0.0.5:5000/registry.k8s.io/nfd/node-feature-discovery"),
+        ("localhost/x", "m.example", "m.example/localhost/x"),
+        ("library/python", "m.example", "m.example/docker.io/library/python"),
     ],
 )
-def test_operator_mirrored_replaces_only_the_registry_host(upstream: str, registry: str, expected: str) -> None:
+def test_operator_catch_all_mirror_keeps_the_registry_host_as_a_path_segment(upstream: str, registry: str,
+                                                                              expected: str) -> None:
     assert mirrored(upstream, registry) == expected
 
 

@@ -57,10 +57,14 @@ def memory_argv(plan: Plan, role: str) -> list[str]:
     return command
 
 
-def test_slice_pods_are_named_from_the_prefix(plans: dict[str, Plan]) -> None:
-    assert pod(plans["k3s"], "pod-a")["inputs"]["metadata"]["name"] == "hami-share-a"
-    assert pod(plans["k3s"], "pod-b")["inputs"]["metadata"]["name"] == "hami-share-b"
-    assert pod(plans["cluster"], "pod-a")["inputs"]["metadata"]["name"] == "gpu-slice-a"
+def test_proof_pods_are_named_for_what_they_are_and_take_the_labs_names_from_the_prefix(
+    plans: dict[str, Plan], tmp_path: Path
+) -> None:
+    names = {role: pod(plans["k3s"], role)["inputs"]["metadata"]["name"] for role in ("pod-a", "pod-b", "overcommit")}
+    assert names == {"pod-a": "gpushare-proof-a", "pod-b": "gpushare-proof-b", "overcommit": "gpushare-overcommit"}
+    labs = plan_proof(tmp_path, "k3s", HAMI_K3S, ["gpushare:verify.podPrefix=hami-share"])
+    assert pod(labs, "pod-a")["inputs"]["metadata"]["name"] == "hami-share-a"
+    assert pod(labs, "pod-b")["inputs"]["metadata"]["name"] == "hami-share-b"
 
 
 def test_hami_slice_pods_carry_the_gpumem_limit_and_scheduler(plans: dict[str, Plan]) -> None:
@@ -95,7 +99,7 @@ def test_pod_b_and_the_overcommit_pod_require_pod_a_node(plans: dict[str, Plan])
         ]
         assert term["topologyKey"] == "kubernetes.io/hostname"
         assert term["labelSelector"] == {"matchLabels": {workloads.PROOF_POD_LABEL: a_label}}
-    assert a_label == "hami-share-a"
+    assert a_label == "gpushare-proof-a"
 
 
 def test_every_gpu_pod_tolerates_the_nvidia_gpu_taint(plans: dict[str, Plan]) -> None:
@@ -159,7 +163,7 @@ def test_proof_and_overcommit_pods_wait_only_for_creation_and_are_awaited_on_del
 
 def test_overcommit_pod_sleeps_with_the_oversized_request_after_a_and_b(plans: dict[str, Plan]) -> None:
     over = pod(plans["k3s"], "overcommit")
-    assert over["inputs"]["metadata"]["name"] == "hami-oversubscribe"
+    assert over["inputs"]["metadata"]["name"] == "gpushare-overcommit"
     assert over["inputs"]["spec"]["containers"][0]["command"] == ["sleep", "infinity"]
     assert over["inputs"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"] == "90000"
     # It only has to be scheduled or not: no probe, so no readiness that could never turn true.
@@ -215,14 +219,14 @@ def test_every_proof_object_validates_against_kubernetes_1_35(plans: dict[str, P
 
 def test_image_registry_mirrors_the_proof_images(tmp_path: Path) -> None:
     assert mirrored("python:3.12-slim-bookworm", "harbor.example.com/proxy") == (
-        "harbor.example.com/proxy/library/python:3.12-slim-bookworm"
+        "harbor.example.com/proxy/docker.io/library/python:3.12-slim-bookworm"
     )
     cuda = "nvidia/cuda:12.4.1-base-ubuntu22.04"
-    assert mirrored(cuda, "m.example") == f"m.example/{cuda}"
-    assert mirrored("ghcr.io/org/img:1", "m.example") == "m.example/org/img:1"
+    assert mirrored(cuda, "m.example") == f"m.example/docker.io/{cuda}"
+    assert mirrored("ghcr.io/org/img:1", "m.example") == "m.example/ghcr.io/org/img:1"
     assert mirrored("python:3.12", None) == "python:3.12"
     plan = plan_proof(tmp_path, "cluster", HAMI_CLUSTER, ["gpushare:imageRegistry=harbor.example.com/proxy"])
-    assert container(plan, "pod-a")["image"] == "harbor.example.com/proxy/library/python:3.12-slim-bookworm"
+    assert container(plan, "pod-a")["image"] == "harbor.example.com/proxy/docker.io/library/python:3.12-slim-bookworm"
 
 
 def test_expectations_follow_the_contract_and_config(tmp_path: Path) -> None:
@@ -232,7 +236,7 @@ def test_expectations_follow_the_contract_and_config(tmp_path: Path) -> None:
     raw, _ = read_stack_config("gke", [])
     cfg = parse({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
     expect = expectations(cfg, KAI_GKE)
-    assert expect.pods == ("kai-hami-lab12-a", "kai-hami-lab12-b")
+    assert expect.pods == ("gpushare-proof-a", "gpushare-proof-b")
     assert expect.mechanism == "hami-core"
     assert expect.overcommit_pod is None and expect.whole_gpu_pod == "gpushare-whole-gpu"
     assert expect.node_memory_label == "nvidia.com/gpu.memory"
@@ -242,7 +246,7 @@ def test_expectations_follow_the_contract_and_config(tmp_path: Path) -> None:
     assert expect.checks == tuple(KAI_GKE.checks)
     assert expect.compute_pods == ()
     hami = expectations(cfg, HAMI_K3S)
-    assert hami.overcommit_pod == "hami-oversubscribe" and hami.pending_reason == "CardInsufficientMemory"
+    assert hami.overcommit_pod == "gpushare-overcommit" and hami.pending_reason == "CardInsufficientMemory"
     assert hami.overcommit_mib == HAMI_K3S.overcommit_mib
     # The wire form is what the verifier parses: the same structure comes back.
     assert Expectation.parse(hami.to_json()) == hami
@@ -277,14 +281,16 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
             if e["name"] == "GPUSHARE_EXPECT"
         )
     )
-    assert expect.compute_pods == ("gpu-slice-a",)
-    real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core" / "evidence.json"
-    recorded = json.loads(real.read_text())["gpu-slice-a"]  # the H200's output, unedited
+    assert expect.compute_pods == ("gpushare-proof-a",)
+    # The H200's output, unedited (its Pod's name then): the run whose baseline ran under the library with its limit
+    # lifted, as the run did.
+    real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core-staggered" / "evidence.json"
+    recorded = json.loads(real.read_text())["gpu-slice-a"]
     compute, memory = recorded["compute"], {"probe": "memory", "gpu_uuid": recorded["memory"]["gpu_uuid"]}
     evidence = {
         "pods": {
-            "gpu-slice-a": {"phase": "Running", "logs": json.dumps(compute) + "\n" + json.dumps(memory) + "\n"},
-            "gpu-slice-b": {"phase": "Running", "logs": ""},
+            "gpushare-proof-a": {"phase": "Running", "logs": json.dumps(compute) + "\n" + json.dumps(memory) + "\n"},
+            "gpushare-proof-b": {"phase": "Running", "logs": ""},
         }
     }
     checks = {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}

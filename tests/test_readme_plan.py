@@ -1,5 +1,6 @@
-"""What the README says about the plan is what the plan does: each stack's steps and their order, the names of
-the proof's objects, the tree excerpt, which tests skip without ../shared, and the pull-request comment."""
+"""What the README and docs/ say about the plan is what the plan does: each stack's steps and their order
+(docs/stacks.md), the names of the proof's objects (docs/proof.md), the tree excerpt, which tests skip without
+../shared, and the pull-request comment."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tests.conftest import ROOT
 from tests.test_plan_view import EXISTING_HOST
 
 README = (ROOT / "README.md").read_text()
+STACKS_PAGE = (ROOT / "docs" / "stacks.md").read_text()
+PROOF_PAGE = (ROOT / "docs" / "proof.md").read_text()
 
 STEP = re.compile(r"^(\d+)\. \*\*(.+?)\*\*(?: \(after ([^);]+)[);])?", re.M)
 STEP_RESOURCES = {
@@ -33,8 +36,9 @@ STEP_RESOURCES = {
 
 
 def stack_section(stack: str) -> str:
-    start = README.index(f"## Stack `{stack}`")
-    return README[start:README.index("\n## ", start + 1)]
+    start = STACKS_PAGE.index(f"## Stack `{stack}`")
+    end = STACKS_PAGE.find("\n## ", start + 1)
+    return STACKS_PAGE[start:] if end < 0 else STACKS_PAGE[start:end]
 
 
 def readme_steps(stack: str) -> list[tuple[int, str, set[int]]]:
@@ -108,8 +112,8 @@ def test_cluster_hami_waits_for_the_operators_cluster_policy(plan_stack) -> None
 
 
 def _proof_table_rows() -> list[str]:
-    section = README[README.index("### What runs in the cluster"):]
-    section = section[:section.index("\n### ")]
+    section = PROOF_PAGE[PROOF_PAGE.index("## What runs in the cluster"):]
+    section = section[:section.index("\n## ")]
     rows = [line.split(" | ")[0].lstrip("| ") for line in section.splitlines() if line.startswith("| ")]
     return rows[1:]  # the first is the header
 
@@ -125,11 +129,12 @@ def _named_objects(cell: str) -> list[tuple[str, str]]:
 
 def _objects(plan: Plan, stack: str) -> set[tuple[str, str]]:
     config, _ = read_stack_config(stack, [])
-    prefix = (config.get("gpushare:verify") or {}).get("podPrefix", "gpushare-slice")
+    prefix = (config.get("gpushare:verify") or {}).get("podPrefix", "gpushare-proof")
     found = set()
     for r in plan.resources:
         name = ((r["inputs"].get("metadata") or {}).get("name")) or ""
-        found.add((r["type"].rsplit(":", 1)[-1], name.replace(prefix, "<podPrefix>")))
+        kind = r["type"].rsplit(":", 1)[-1]
+        found |= {(kind, name), (kind, name.replace(prefix, "<podPrefix>"))}  # the default prefix is a name too
     return found
 
 
@@ -141,8 +146,10 @@ def test_readme_names_the_proofs_objects_as_the_plan_names_them(plan_stack) -> N
     assert not missing, f"README names objects no plan creates: {missing}"
 
 
-def test_readme_tree_excerpt_is_what_the_plan_prints(plan_stack) -> None:
-    after_marker = README[README.index("<!-- plan-excerpt:k3s -->"):]
+@pytest.mark.parametrize("page", ["README.md", "docs/plan.md"])
+def test_tree_excerpt_is_what_the_plan_prints(page: str, plan_stack) -> None:
+    shown = (ROOT / page).read_text()
+    after_marker = shown[shown.index("<!-- plan-excerpt:k3s -->"):]
     excerpt = after_marker.split("```text\n", 1)[1].split("```", 1)[0]
     assert text.render(plan_stack("k3s")).startswith(excerpt.rstrip("\n"))
 
@@ -152,8 +159,12 @@ def test_readme_says_which_shared_folders_tests_skip_without() -> None:
     read = {"/".join(re.findall(r'"([^"]+)"', path)) for path in re.findall(r'SHARED((?: / "[^"]+")+)', conftest)}
     assert read >= {"reference/charts", "seeds"}
     test_section = README[README.index("## Test"):README.index("\n## ", README.index("## Test") + 1)]
-    sentence = test_section[test_section.index("skip where it is absent"):].split("\n\n")[0]
+    sentence = test_section[test_section.index("skips where it is absent"):].split("\n\n")[0]
     assert {f.rstrip("/") for f in re.findall(r"`([a-z/]+/)`", sentence)} == read
+    # "one test": only the facts' own check reads ../shared; every other test reads the committed facts
+    readers = {p.name for p in (ROOT / "tests").glob("test_*.py")
+               if re.search(r"\b(charts|seeds)_dir\b", p.read_text())}  # fmt: skip
+    assert readers == {"test_facts.py"}
 
 
 def test_workflow_posts_the_offline_plan_and_graph_on_the_pull_request() -> None:

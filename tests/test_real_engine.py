@@ -195,13 +195,44 @@ def test_proof_pods_and_verifier_are_replaced_delete_first_on_a_new_run_id(plan_
         assert pod["inputs"]["spec"]["terminationGracePeriodSeconds"] <= 5, pod["name"]
 
 
-def test_verifier_is_stopped_at_its_deadline_and_replaced_after_a_timed_out_run(
+INIT_ERROR_KEY = "#initerror"
+"""The path the engine adds to a resource's diff when its state holds init errors (pulumi v3.259.0
+pkg/resource/deploy/step_generator.go:3118): a replaceOnChanges path that contains it turns them into a replacement."""
+
+
+def replaces_on_init_error(paths: list[str]) -> bool:
+    """True when a path contains `#initerror` as the engine's PropertyPath.Contains reads it: `*` or the key itself."""
+    return any(path.split(".")[0].split("[")[0] in ("*", INIT_ERROR_KEY) for path in paths)
+
+
+def test_verifier_is_stopped_at_its_deadline_and_waited_on_again_after_a_timed_out_run(
         plan_stack: Callable[..., Plan]) -> None:
     pod = plan_stack("k3s").one("kubernetes:core/v1:Pod", "gpushare-proof-verifier-pod")
     deadline = pod["inputs"]["spec"]["activeDeadlineSeconds"]
-    assert 900 < deadline < int(pod["options"]["customTimeouts"]["create"].removesuffix("s"))
-    # A create that timed out leaves an init error; "*" turns it into a replacement on the next `pulumi up`.
-    assert pod["options"]["replaceOnChanges"] == ["*"]
+    timeouts = pod["options"]["customTimeouts"]
+    assert 900 < deadline < int(timeouts["create"].removesuffix("s"))
+    # The empty update that follows an init error re-awaits WAIT_ENDED as long as the create did.
+    assert timeouts["update"] == timeouts["create"]
+
+
+@pytest.mark.parametrize("stack", ["gke", "k3s", "cluster", "gke-mps"])
+def test_a_refresh_that_flags_a_proof_pod_or_the_verifier_never_reruns_the_proof(plan_stack: Callable[..., Plan],
+                                                                                stack: str) -> None:
+    # A refresh reads every Pod with the provider's readiness check, not its waitFor (pulumi-kubernetes v4.32.0
+    # provider/pkg/await/await.go:406-418 → pod.go:184 awaitPodRead): the Pending over-commit Pod, an unready slice
+    # and a Failed verifier come back with init errors (pulumi step.go:1599 keeps them, warning).
+    plan = plan_stack(stack)
+    for pod in plan.find("kubernetes:core/v1:Pod"):
+        options, annotations = pod["options"], pod["inputs"]["metadata"]["annotations"]
+        # So no Pod may replace on them: the next `up` then re-awaits the Pod in place (step_generator.go:2180) ...
+        assert not replaces_on_init_error(options.get("replaceOnChanges", [])), pod["name"]
+        # ... and that update waits on the Pod's waitFor, not on readiness (await.go:504-515, custom condition).
+        assert annotations["pulumi.com/waitFor"].startswith("jsonpath="), pod["name"]
+    verifier = plan.one("kubernetes:core/v1:Pod", "gpushare-proof-verifier-pod")
+    # A verdict, failing or not, ends the verifier Succeeded, which a refresh reads as ready (check.go:92; the exit
+    # code is pinned in test_verifier_client.py). Every input it runs with still replaces it: a new run judges.
+    assert sorted(verifier["options"]["replaceOnChanges"]) == sorted(
+        key for key in verifier["inputs"] if key not in ("apiVersion", "kind"))
 
 
 # --- secrets out of the update's log ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Iterator
@@ -301,3 +302,13 @@ def test_verifier_gives_pod_level_tries_a_bounded_wait_and_reports_one_that_neve
     assert 30 + 120 <= clock.now < 30 + 120 + 10  # the over-commit grace, then the tries' grace, not the deadline
     found = next(f for f in verdict["findings"] if f["id"] == "cuda-disable-control")
     assert found["bypassed"] is None and "phase Pending" in found["why"]
+
+
+def test_the_verifiers_whole_verdict_line_is_the_one_a_cut_message_names_by_digest(
+    tmp_path: Path, serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expect, evidence = load("kai")
+    run_verifier(tmp_path, serve(FakeApi(expect, evidence)), expect)
+    printed = next(line for line in capsys.readouterr().out.splitlines() if '"kind": "verification"' in line)
+    verdict = {k: v for k, v in json.loads(printed).items() if k != "kind"}
+    assert message.digest(verdict) == "sha256:" + hashlib.sha256(printed.encode()).hexdigest()

@@ -139,8 +139,8 @@ def test_verifier_env_carries_the_expectations(plans: dict[str, Plan]) -> None:
     expect = expect_of(plans["k3s"])
     assert expect["namespace"] == "gpushare-proof"
     assert expect["system"] == "hami"
-    assert expect["pods"] == ["hami-share-a", "hami-share-b"]
-    assert expect["overcommitPod"] == "hami-oversubscribe"
+    assert expect["pods"] == ["gpushare-proof-a", "gpushare-proof-b"]
+    assert expect["overcommitPod"] == "gpushare-overcommit"
     assert expect["pendingReason"] == "CardInsufficientMemory"
     assert (expect["visibleMiB"], expect["limitBytes"]) == (8000, 8000 * 2**20)
     assert expect["limitEnv"] == {"CUDA_DEVICE_MEMORY_LIMIT_0": "8000m"}

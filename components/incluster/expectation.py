@@ -114,7 +114,39 @@ class Expectation:
         """The wire form (a dict or its JSON text) → an Expectation; ValueError naming the key that is wrong."""
         if isinstance(data, (str, bytes)):
             data = json.loads(data)
-        return _from_wire(cls, data, "expectation")
+        expect = _from_wire(cls, data, "expectation")
+        problem = not_judgeable(expect)
+        if problem:
+            raise ValueError(f"not judgeable: {problem}")
+        return expect
+
+
+LIMITED: tuple[Mechanism, ...] = ("hami-core", "mps")
+"""The mechanisms that set a limit in the Pod's env (time-sharing sets none)."""
+
+
+def not_judgeable(e: Expectation) -> str | None:
+    """What no plan produces and every per-Pod check would pass vacuously on: the first such field, else None."""
+    proof = list(e.pods)
+    if len(proof) < 2 or len(set(proof)) != len(proof):
+        return f"expectation.pods is {proof}: the proof needs two different Pods side by side"
+    for key, value in (("cardMiB", e.card_mib), ("sliceMiB", e.slice_mib), ("visibleMiB", e.visible_mib),
+                       ("limitBytes", e.limit_bytes), ("holdMiB", e.hold_mib), ("extraMiB", e.extra_mib),
+                       ("deadlineSeconds", e.deadline_seconds)):  # fmt: skip
+        if value <= 0:
+            return f"expectation.{key} is {value}: a proof with nothing to measure passes vacuously"
+    if e.cores_percent is not None and not 0 < e.cores_percent <= 100:
+        return f"expectation.coresPercent is {e.cores_percent}: a share is 1 to 100 percent"
+    if e.mechanism in LIMITED and not e.limit_env:
+        return f"expectation.limitEnv is empty: {e.mechanism} reads its limit from the Pod's env"
+    if not e.checks or len(set(e.checks)) != len(e.checks):
+        return f"expectation.checks is {list(e.checks)}: each check once, at least one"
+    if not set(e.compute_pods) <= set(proof):
+        return f"expectation.computePods {list(e.compute_pods)} are not all proof Pods {proof}"
+    others = [p for p in (e.overcommit_pod, e.whole_gpu_pod, *(t.pod for t in e.pod_tries)) if p]
+    if set(others) & set(proof) or len(set(others)) != len(others):
+        return f"expectation: the over-commit, whole-GPU and try Pods {others} must differ from each other and {proof}"
+    return None
 
 
 def _to_wire(value: Any) -> Any:

@@ -71,6 +71,11 @@ def pod_try_finding(ev: Evidence, pod_try: PodTry) -> dict[str, Any]:
         f"largest single allocation {largest} MiB against the {e.limit_mib:.0f} MiB quota;"
         f" {library} {'mapped' if loaded else 'not mapped'} into the process"
     )
+    if largest <= e.limit_mib and not loaded:
+        # Nothing held the quota, yet nothing past it fitted: the card (other tenants) refused, not the library.
+        why = (f"{library} was not loaded, so no quota applied, yet the card gave no more than {largest} MiB: whether"
+               " the try gets past the quota is not shown either way")  # fmt: skip
+        return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": observed, "why": why}, **where)
     return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": observed, "bypassed": largest > e.limit_mib},
                    **where)  # fmt: skip
 

@@ -2,13 +2,16 @@
 
 The message holds what the expectation cannot rebuild (each check's result, observation and evidence; every
 finding; ghost quota). As plain JSON when it fits; else zlib-compressed and base64-encoded behind `z:`; only when
-even that does not fit are the longest texts cut, and the message then says what was cut and that the whole
-verdict is in the verifier's log. Standard library only.
+even that does not fit are the longest texts cut. The overflow goes to the verifier's log: its verdict line
+(`log_line`) is the whole verdict, and a message that had to cut names that line by its sha256 (`digest`), says
+what was cut, and counts the findings it could not show (`findingsNotShown`). `passed` and every check's result
+always travel. No write access is needed for the overflow: the ServiceAccount stays read-only. Standard library only.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import zlib
 from collections.abc import Mapping
@@ -26,6 +29,16 @@ LIMIT_BYTES = 4096
 COMPRESSED = "z:"
 WHOLE_VERDICT = 'the verifier Pod\'s log, on the JSON line with "kind": "verification"'
 CHECK_KEYS = ("id", "passed", "observed", "evidence")
+
+
+def log_line(result: Mapping[str, Any]) -> str:
+    """The verifier log's line that carries the whole verdict (what `digest` names)."""
+    return json.dumps({"kind": "verification", **result}, sort_keys=True)
+
+
+def digest(result: Mapping[str, Any]) -> str:
+    """`sha256:<hex>` of the verdict's log line: which line of the verifier's log is the whole of a cut message."""
+    return "sha256:" + hashlib.sha256(log_line(result).encode()).hexdigest()
 
 
 def _slim(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,7 +74,7 @@ def _fits(text: str, limit: int) -> bool:
 
 
 # What is cut first is what the verifier's log keeps in full and a reader needs least: evidence, then observations,
-# then ghost-quota device lists, then findings' free text. A finding itself (id, bypassed) is never dropped.
+# then ghost-quota device lists, then findings' free text; last, findings beyond what fits, counted (never silently).
 _CUTS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
     ("checks", "evidence", ("evidence",), 400),
     ("checks", "evidence", ("evidence",), 120),
@@ -76,7 +89,8 @@ _CUTS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
 
 
 def encode(result: Mapping[str, Any], limit: int = LIMIT_BYTES) -> str:
-    """The verdict as a termination message of at most `limit` bytes; every check and finding kept."""
+    """The verdict as a termination message of at most `limit` bytes: `passed` and every check's result always; every
+    finding while they fit, then as many as fit and the count of the rest."""
     verdict = _slim(result)
     text = _pack(verdict, limit)
     if _fits(text, limit):
@@ -94,24 +108,38 @@ def encode(result: Mapping[str, Any], limit: int = LIMIT_BYTES) -> str:
                     item[key] = _cut_text(item.get(key), size) if size else None
         note = f"{section}' {label}" + (f" to {size} characters" if size > 0 else " dropped")
         cut.append(note)
-        verdict["cut"], verdict["wholeVerdict"] = cut, WHOLE_VERDICT
+        verdict["cut"], verdict["wholeVerdict"], verdict["digest"] = cut, WHOLE_VERDICT, digest(result)
         text = _pack(verdict, limit)
         if _fits(text, limit):
             return text
-    bare = {
-        "passed": verdict["passed"],
-        "checks": [{"id": c["id"], "passed": c["passed"]} for c in verdict["checks"]],
-        "findings": [{k: f.get(k) for k in ("pod", "id", "bypassed")} for f in verdict["findings"]],
-        **({"gpuAudit": {"counts": verdict["gpuAudit"].get("counts")}} if verdict.get("gpuAudit") else {}),
-        "cut": [*cut, "everything but each check's result and each finding's id"],
-        "wholeVerdict": WHOLE_VERDICT,
-    }
-    text = _pack(bare, limit)
-    if _fits(text, limit):
-        return text
-    return json.dumps(
-        {"passed": verdict["passed"], "cut": ["the whole verdict: it does not fit"], "wholeVerdict": WHOLE_VERDICT}
-    )
+    return _bare(verdict, cut, digest(result), limit)
+
+
+def _bare(verdict: Mapping[str, Any], cut: list[str], named: str, limit: int) -> str:
+    """`passed`, every check's result, and as many findings (pod, id, bypassed) as fit; the rest counted."""
+    findings = [{k: f.get(k) for k in ("pod", "id", "bypassed")} for f in verdict["findings"]]
+
+    def packed(shown: int) -> str:
+        left = len(findings) - shown
+        return _pack({
+            "passed": verdict["passed"],
+            "checks": [{"id": c["id"], "passed": c["passed"]} for c in verdict["checks"]],
+            "findings": findings[:shown],
+            **({"findingsNotShown": left, "findingsTotal": len(findings)} if left else {}),
+            **({"gpuAudit": {"counts": verdict["gpuAudit"].get("counts")}} if verdict.get("gpuAudit") else {}),
+            "cut": [*cut, "everything but each check's result and each finding's id"
+                    + (f"; {left} of {len(findings)} findings not shown" if left else "")],
+            "wholeVerdict": WHOLE_VERDICT,
+            "digest": named,
+        }, limit)  # fmt: skip
+
+    low, high = 0, len(findings)  # the most findings that fit: packed(low) fits, packed(high + 1) does not
+    if _fits(packed(high), limit):
+        return packed(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if _fits(packed(mid), limit) else (low, mid)
+    return packed(low)
 
 
 def decode(message: str) -> dict[str, Any]:
@@ -148,7 +176,7 @@ def expand(compact: Mapping[str, Any], expect: Expectation) -> dict[str, Any]:
         "findings": list(compact.get("findings") or []),
         "ghostQuota": list(compact.get("ghostQuota") or []),
     }
-    for key in ("error", "cut", "wholeVerdict", "gpuAudit"):
+    for key in ("error", "cut", "wholeVerdict", "gpuAudit", "digest", "findingsNotShown", "findingsTotal"):
         if compact.get(key):
             verification[key] = compact[key]
     return verification

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+_OOM_PROCESS_RE = re.compile(r"\(pid:(\d+)\s+thread=(\d+)")
 _OOM_RE = re.compile(r"Device\s+(\d+)\s+OOM\s+(\d+)\s*/\s*(\d+)")
 _SMI_MEM_RE = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _METRIC_RE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\S+)?\s*$")
@@ -42,6 +43,16 @@ def parse_oom_lines(lines: Iterable[Any]) -> list[dict[str, int]]:
         for match in _OOM_RE.finditer(str(line)):
             parsed.append({"device": int(match[1]), "requested": int(match[2]), "limit": int(match[3])})
     return parsed
+
+
+def oom_processes(lines: Iterable[Any]) -> set[tuple[int, int]]:
+    """The (pid, thread) of every HAMi-core OOM line that names them (`(pid:1002 thread=1397… allocator.c:52)`)."""
+    found = set()
+    for line in lines:
+        match = _OOM_PROCESS_RE.search(str(line))
+        if match and _OOM_RE.search(str(line)):
+            found.add((int(match[1]), int(match[2])))
+    return found
 
 
 def parse_nvidia_smi_memory(text: str) -> tuple[int, int] | None:

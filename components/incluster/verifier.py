@@ -317,7 +317,7 @@ def main(
         traceback.print_exc()
         reason = f"verifier crashed: {type(exc).__name__}: {exc}"
         result = judge.failed_verdict(expect, reason)
-    _emit("verification", result)
+    print(message.log_line(result), flush=True)  # the whole verdict: what a cut termination message's digest names
     try:
         with open(setting["GPUSHARE_TERMINATION_LOG"], "w", encoding="utf-8") as handle:
             handle.write(message.encode(result))

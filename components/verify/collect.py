@@ -26,6 +26,8 @@ DEADLINE_MARGIN_SECONDS = 300
 """Beyond the verifier's own deadline: image pull, start, judging; then the kubelet stops it."""
 KILL_MARGIN_SECONDS = 60
 """Pulumi's create timeout beyond the Pod's activeDeadlineSeconds, so the cluster's deadline ends it first."""
+VERIFIER_INPUTS = ("metadata", "spec")
+"""The verifier Pod's inputs: a change to any replaces it, so a new expectation is judged by a new run."""
 READ_ONLY = ("get", "list", "watch")
 CLUSTER_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": list(READ_ONLY)},
@@ -227,12 +229,12 @@ class Verifier(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 child(*access, *args.proof_pods, replace_first=True),
                 pulumi.ResourceOptions(
-                    custom_timeouts=pulumi.CustomTimeouts(create=timeout),
+                    custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                     replacement_trigger=args.run_id,
-                    # A verifier that never terminated (its create timed out) is recorded with an init error; "*"
-                    # makes the next `up` replace it rather than wait on it again (pulumi
-                    # pkg/resource/deploy/step_generator.go, applyReplaceOnChanges).
-                    replace_on_changes=["*"],
+                    # Any input change re-runs it; not "*", which also matches the init error a refresh records on a
+                    # Failed Pod and would re-judge under the same runId (pulumi step_generator.go:3185 replaces,
+                    # :2180 otherwise re-awaits WAIT_ENDED in place).
+                    replace_on_changes=list(VERIFIER_INPUTS),
                 ),
             ),
         )

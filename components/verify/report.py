@@ -103,10 +103,19 @@ def _checks_table(checks: list[Mapping[str, Any]], planned: bool) -> list[str]:
     return rows
 
 
-def _findings(findings: list[Mapping[str, Any]], cut: list[str]) -> list[str]:
+def _findings(verification: Mapping[str, Any]) -> list[str]:
+    findings = list(verification.get("findings") or [])
+    cut = list(verification.get("cut") or [])
+    hidden, total = verification.get("findingsNotShown") or 0, verification.get("findingsTotal") or len(findings)
     lines = ["## Findings (reported, never counted into the result)", ""]
+    if hidden:
+        lines += [
+            f"{hidden} of {total} findings could not be shown here: the termination message holds 4096 bytes. All of"
+            f" them are in {verification.get('wholeVerdict')} ({verification.get('digest')}).",
+            "",
+        ]
     if not findings:
-        return [*lines, "No probe reported a way around the limits on this cluster."]
+        return lines if hidden else [*lines, "No probe reported a way around the limits on this cluster."]
     lines.append("What was tried to get around the limits here, and what happened:")
     lines.append("")
     for f in findings:
@@ -175,11 +184,12 @@ def render(verification: Mapping[str, Any], expect: Expectation) -> str:
         if verification.get("error"):
             lines += ["", f"The verifier reported an error: {verification['error']}"]
         if verification.get("cut"):
-            lines += ["", f"Parts were shortened to fit; the whole verdict is in {verification.get('wholeVerdict')}."]
+            lines += ["", f"Parts were shortened to fit; the whole verdict is in {verification.get('wholeVerdict')}"
+                          f" ({verification.get('digest')})."]
     lines += ["", *_asked(expect), "", "## Checks" if passed is None else "## What was seen", ""]
     lines += _checks_table(checks, planned=passed is None)
     if passed is not None:
-        lines += ["", *_findings(list(verification.get("findings") or []), list(verification.get("cut") or []))]
+        lines += ["", *_findings(verification)]
         if expect.system == "hami" or verification.get("ghostQuota"):
             lines += ["", *_ghosts(list(verification.get("ghostQuota") or []))]
         if verification.get("gpuAudit"):

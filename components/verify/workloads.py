@@ -23,7 +23,7 @@ REQUIRED_FILES = ("memory.py", "compute.py", "verifier.py", "judge.py", "checks.
 MOUNT_PATH = incluster.MOUNT_PATH
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"
-OVERCOMMIT_POD = "hami-oversubscribe"
+OVERCOMMIT_POD = "gpushare-overcommit"
 WHOLE_GPU_POD = "gpushare-whole-gpu"
 PROOF_POD_LABEL = "gpushare.io/proof-pod"
 GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -31,6 +31,8 @@ COMMON_LABELS = {"app.kubernetes.io/part-of": "gpushare", "app.kubernetes.io/com
 # Satisfied once the API server has the Pod. Not skipAwait: on a Pod that also skips the await on delete
 # (pulumi-kubernetes provider/pkg/metadata/overrides.go, allowsSkipAwaitWithDelete), and the replacement's create
 # then meets the old Pod still terminating (409 AlreadyExists).
+# A refresh reads them with the readiness check instead and flags the Pending ones; with no replaceOnChanges the
+# next `up` re-awaits this in place (pulumi step_generator.go:2180): a refresh re-runs nothing (docs/day-two.md).
 CREATED = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
 GRACE_SECONDS = 5
 """A probe (python or sleep as PID 1) has no SIGTERM handler and PID 1 ignores SIGTERM: keep the kill short."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
 from typing import Any
 
-import yaml
+from tests.facts.regenerate import CHARTS as CHART_FACTS
 
 # Maps a chart's reference values are open under: any key may be set inside them.
 _OPEN = (dict,)
@@ -39,6 +39,20 @@ def missing_paths(values: dict[str, Any], reference: dict[str, Any]) -> list[str
     return missing
 
 
-def load_reference(charts_dir: Path, chart_dir_name: str) -> dict[str, Any]:
-    path = charts_dir / chart_dir_name / "values.yaml"
-    return yaml.safe_load(path.read_text())
+def chart_facts(chart_dir_name: str) -> dict[str, Any]:
+    """The pinned chart's facts (tests/facts/charts/<chart>-<version>.json, from its values.yaml)."""
+    return json.loads((CHART_FACTS / f"{chart_dir_name}.json").read_text())
+
+
+def has_reference(chart_dir_name: str) -> bool:
+    return (CHART_FACTS / f"{chart_dir_name}.json").is_file()
+
+
+def load_reference(chart_dir_name: str) -> dict[str, Any]:
+    """The pinned chart's values.yaml defaults, as tests/facts keeps them: `python -m tests.facts.regenerate`."""
+    return chart_facts(chart_dir_name)["values"]
+
+
+def image_maps(chart_dir_name: str) -> set[tuple[str, ...]]:
+    """The paths of the maps in the pinned values.yaml that spell an image."""
+    return {tuple(path) for path in chart_facts(chart_dir_name)["imageMaps"]}

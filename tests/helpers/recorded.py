@@ -48,11 +48,19 @@ def probe_line(evidence: dict[str, Any], pod: str, probe: str = "memory") -> dic
 
 
 def set_compute_share(result: dict[str, Any], share: float | None) -> None:
-    """Set the judged kernel shape's share of the baseline, in whichever form the compute probe reported it."""
-    if isinstance(result.get("share"), dict):
-        result["share"][result.get("judged_shape") or "short_many"] = share
-    else:
-        result["ratio"] = {**(result.get("ratio") or {}), "many_blocks": share}
+    """Make the judged shape run at `share` of the baseline, consistently: its mean and per-second timeline scaled,
+    the reported share their quotient; None drops the baseline (there is nothing to divide by)."""
+    judged = result.get("judged_shape") or "short_many"
+    if share is None:
+        result["baseline"] = None
+        result["share"] = dict.fromkeys(result.get("share") or {judged: None})
+        return
+    shape = result["shapes"][judged]
+    mean = result["baseline"]["shapes"][judged]["mean_per_s"] * share
+    factor = mean / shape["mean_per_s"]
+    shape["timeline_per_s"] = [round(x * factor, 1) for x in shape["timeline_per_s"]]
+    shape["mean_per_s"] = round(mean, 2)
+    result["share"][judged] = round(share, 3)
 
 
 def set_compute_window(result: dict[str, Any], seconds: float) -> None:

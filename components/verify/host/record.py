@@ -3,8 +3,8 @@
 RECORD_DIR is what `docs/host-proof/record.sh` wrote on the GPU host, with `repeat/` from `docs/host-proof/repeat.sh`
 beside it. This copies its verdicts, evidence and comparison to docs/host-proof/h200/, the probes' raw output to
 tests/fixtures/real/h200/, and writes from the numbers alone docs/host-proof/README.md's tables (the runs, their
-repeats, the proof's time), docs/sharing-comparison.md and the README's host-proof block, so that every figure
-quoted is the last run's. Standard library only.
+repeats, the proof's time), docs/sharing-comparison.md and docs/host-proof.md's block, so that every figure quoted
+is the last run's. Standard library only.
 """
 
 from __future__ import annotations
@@ -273,8 +273,8 @@ def readme_block(record: Path) -> str:
     card = comparison["card"]
     text = f"""{README_START}
 On one {card.get("name")} (driver {card.get("driver")}; every verdict and raw output in
-[docs/host-proof/](docs/host-proof/README.md), the comparison in
-[docs/sharing-comparison.md](docs/sharing-comparison.md)), under libvgpu.so: {", ".join(passed)} passed every check
+[host-proof/](host-proof/README.md), the comparison in
+[sharing-comparison.md](sharing-comparison.md)), under libvgpu.so: {", ".join(passed)} passed every check
 a host can run (`compute-limited` in the staggered run at {" and ".join(staggered_shares(record))} of the unlimited
 speed, the two Pods at once)"""
     if failed:
@@ -289,7 +289,7 @@ Pod's mean over {comparison["windowSeconds"]:g} s after {warmup(record)} s, and 
 
 {table}
 
-![Per-second share of each kernel shape, Pod A, under HAMi-core and MPS](docs/host-proof/h200/comparison.png)
+![Per-second share of each kernel shape, Pod A, under HAMi-core and MPS](host-proof/h200/comparison.png)
 {README_END}"""
     return text
 
@@ -304,7 +304,9 @@ def _expectation(folder: Path, verdict: Mapping[str, Any]) -> Any:
         from components.verify.host import expectation
         from components.verify.host.proof import limit_env
 
-        planned = expectation.host_plan(str(verdict["stack"]))["expect"]
+        pods = sorted(p for p in _load(folder / "evidence.json") if p != "alone")  # the record's own Pod names
+        prefix = f"gpushare:verify.podPrefix={pods[0].rsplit('-', 1)[0]}" if pods else ""
+        planned = expectation.host_plan(str(verdict["stack"]), [prefix] if prefix else [])["expect"]
         setup = str(verdict.get("setup") or "hami-core")
         mechanism = "mps" if setup == "mps" else "hami-core"
         card = (verdict.get("card") or {}).get("mib")
@@ -340,7 +342,7 @@ def rejudge(record: Path) -> list[str]:
 
 
 def install(record: Path, root: Path = ROOT) -> None:
-    """Copy the record in, rewrite the docs and the README block, refresh the fixtures."""
+    """Copy the record in, rewrite the docs and docs/host-proof.md's block, refresh the fixtures."""
     docs = root / "docs" / "host-proof" / "h200"
     if record.resolve() != docs.resolve():  # rendering the committed record again (after --rejudge) copies nothing
         shutil.rmtree(docs, ignore_errors=True)
@@ -354,7 +356,7 @@ def install(record: Path, root: Path = ROOT) -> None:
         shutil.copy(record / "card.csv", root / "tests" / "fixtures" / "real" / "h200" / "card.csv")
     (root / "docs" / "host-proof" / "README.md").write_text(host_proof_doc(record))
     (root / "docs" / "sharing-comparison.md").write_text(comparison_doc(record))
-    readme = root / "README.md"
+    readme = root / "docs" / "host-proof.md"  # the page that explains the host proof holds its figures
     text = readme.read_text()
     start, end = text.index(README_START), text.index(README_END) + len(README_END)
     readme.write_text(text[:start] + readme_block(record) + text[end:])
@@ -372,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rejudge:
         print(f"judged again: {', '.join(rejudge(record)) or 'nothing (no expect.json)'}")
     install(record)
-    print(f"installed {record} into docs/host-proof/h200, tests/fixtures/real/h200, the docs and the README")
+    print(f"installed {record} into docs/host-proof/h200, tests/fixtures/real/h200, the docs and docs/host-proof.md")
     return 0
 
 

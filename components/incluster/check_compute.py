@@ -1,0 +1,208 @@
+"""How much of the card's compute each Pod got against an unlimited baseline: compute-limited.
+
+Standard library only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+try:
+    from .check_rule import (
+        COMPUTE_TOLERANCE,
+        MIN_COMPUTE_SECONDS,
+        Check,
+        Judgement,
+        Rule,
+        enforces_nothing,
+        library_absent,
+        not_ok,
+        verdict,
+    )
+    from .evidence import Evidence, probe_error
+    from .expectation import Expectation
+except ImportError:  # mounted flat in a Pod
+    from check_rule import (  # type: ignore[no-redef]
+        COMPUTE_TOLERANCE,
+        MIN_COMPUTE_SECONDS,
+        Check,
+        Judgement,
+        Rule,
+        enforces_nothing,
+        library_absent,
+        not_ok,
+        verdict,
+    )
+    from evidence import Evidence, probe_error  # type: ignore[no-redef]
+    from expectation import Expectation  # type: ignore[no-redef]
+
+
+# ---------------------------------------------------------------- compute-limited
+
+
+COMPUTE_LIMIT_ENV = {"hami-core": "CUDA_DEVICE_SM_LIMIT", "mps": "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}
+"""The env each mechanism reads its compute share from (HAMi-core's limiter; MPS's thread percentage)."""
+
+
+def _compute_expected(e: Expectation) -> str:
+    target = (e.cores_percent or 0) / 100
+    return (
+        f"short many-block launches under {COMPUTE_LIMIT_ENV[e.mechanism]}={e.cores_percent} run at {target:.2f} ±"
+        f" {COMPUTE_TOLERANCE} of the unlimited baseline, as the mean over ≥ {MIN_COMPUTE_SECONDS} s after warm-up"
+        " on the proof Pods' card"
+    )
+
+
+JUDGED_SHAPE = "short_many"
+"""The shape this check judges, whatever the probe says it judged: short many-block launches (the title)."""
+SHARE_ROUNDING = 0.0051
+"""The probe rounds a share to 3 places: a reported share further than this from its two means is not theirs."""
+TIMELINE_TOLERANCE = 0.02
+"""The per-second timeline is rounded to 0.1 GFMA/s and bucketed by whole seconds: its window mean lies within 2 %."""
+GRID_KEYS = ("blocks", "threads", "iters")
+NO_LIMIT = {
+    "hami-core": ("GPU_CORE_UTILIZATION_POLICY", "disable"),
+    "mps": ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"),
+}
+"""The setting that lifts each mechanism's compute limit (HAMi-core's policy, read in
+src/multiprocess/multiprocess_memory_limit.c; MPS's full thread percentage)."""
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _mapped(e: Expectation, part: Mapping[str, Any] | None) -> bool:
+    library = e.preload_library or "libvgpu.so"
+    return any(str(x).endswith(library) for x in ((part or {}).get("preload") or {}).get("mapped") or [])
+
+
+def _timeline(name: str, label: str, m: Mapping[str, Any]) -> list[str]:
+    """The per-second timeline against the window it claims: its length, and its window's mean against mean_per_s."""
+    timeline, mean = m.get("timeline_per_s"), _number(m.get("mean_per_s"))
+    warmup, window = _number(m.get("warmup_s")), _number(m.get("window_s"))
+    if not isinstance(timeline, list) or warmup is None or window is None or mean is None or window <= 0:
+        return [f"Pod {name}: the {label} reports no per-second timeline, warm-up, window or mean to check each other"]
+    seconds = int(warmup + window)
+    if len(timeline) != seconds:
+        return [f"Pod {name}: the {label}'s timeline has {len(timeline)} seconds, its {warmup:g} s warm-up and"
+                f" {window:g} s window make {seconds}"]  # fmt: skip
+    inside = [float(x) for x in timeline[int(warmup) :] if _number(x) is not None]
+    if len(inside) != seconds - int(warmup):
+        return [f"Pod {name}: the {label}'s timeline holds values that are not numbers"]
+    again = sum(inside) / window
+    if abs(again - mean) > TIMELINE_TOLERANCE * max(abs(mean), 1.0):
+        return [f"Pod {name}: the {label}'s timeline averages {again:.2f} GFMA/s over its window, its mean_per_s"
+                f" says {mean}"]  # fmt: skip
+    return []
+
+
+def _baseline_problems(e: Expectation, name: str, r: Mapping[str, Any], base: Mapping[str, Any]) -> list[str]:
+    """The baseline is the same launches, unlimited, in the same stack: library, grid and limit compared."""
+    problems = []
+    baseline = r.get("baseline") or {}
+    env = baseline.get("env")
+    if not isinstance(env, Mapping):
+        return [f"Pod {name}: the baseline reports no env, so it is not shown to be unlimited"]
+    library = e.preload_library or "libvgpu.so"
+    if _mapped(e, r) != _mapped(e, baseline):
+        where = ("the measured run", "the baseline") if _mapped(e, r) else ("the baseline", "the measured run")
+        problems.append(f"Pod {name}: {library} was mapped into {where[0]} but not into {where[1]}: the share"
+                        " compares two different stacks")  # fmt: skip
+    key = COMPUTE_LIMIT_ENV[e.mechanism]
+    lift_key, lift_value = NO_LIMIT[e.mechanism]
+    limit = env.get(key)
+    limited = limit not in (None, "", "0", "100") and (e.mechanism == "mps" or _mapped(e, baseline))
+    if limited and str(env.get(lift_key) or "").lower() != lift_value:
+        problems.append(f"Pod {name}: the baseline ran under {key}={limit} with {lift_key}={env.get(lift_key)}:"
+                        " it was limited too, so no share of it is a share of the card")  # fmt: skip
+    m = (r.get("shapes") or {}).get(JUDGED_SHAPE) or {}
+    grid, base_grid = [m.get(k) for k in GRID_KEYS], [base.get(k) for k in GRID_KEYS]
+    if grid != base_grid:
+        problems.append(f"Pod {name}: the baseline ran {base_grid[0]} blocks × {base_grid[1]} threads ×"
+                        f" {base_grid[2]} iterations, the measured run {grid[0]} blocks × {grid[1]} threads ×"
+                        f" {grid[2]}: not the same launches")  # fmt: skip
+    return problems
+
+
+def _share(name: str, r: Mapping[str, Any], m: Mapping[str, Any], base: Mapping[str, Any],
+           problems: list[str]) -> float | None:  # fmt: skip
+    """The share recomputed from the two means, after comparing it with the share the probe reported."""
+    reported = (r.get("share") or {}).get(JUDGED_SHAPE)
+    mean, base_mean = _number(m.get("mean_per_s")), _number(base.get("mean_per_s"))
+    if mean is None or not base_mean:
+        problems.append(f"Pod {name}: no share of an unlimited baseline{probe_error(r)}")
+        return None
+    share = mean / base_mean
+    if _number(reported) is None or abs(float(reported) - share) > SHARE_ROUNDING:
+        problems.append(f"Pod {name}: the probe reports share {reported}, its mean_per_s {mean} over the baseline's"
+                        f" {base_mean} is {share:.3f}")  # fmt: skip
+    return share
+
+
+def _compute_limited(ev: Evidence) -> Judgement:
+    e = ev.expect
+    if e.cores_percent is None:
+        return False, "no coresPercent was requested, so there is no compute limit to test", ""
+    key = COMPUTE_LIMIT_ENV[e.mechanism]
+    target = e.cores_percent / 100
+    problems, seen = [], []
+    for name in e.compute_pods or tuple(ev.names):
+        r = ev.compute(name)
+        if r is None:
+            problems.append(ev.missing(name, "compute"))
+            continue
+        problems += library_absent(e, name, r)
+        problems += ev.tied(name, "compute")
+        m = (r.get("shapes") or {}).get(JUDGED_SHAPE) or {}
+        base = (((r.get("baseline") or {}).get("shapes") or {}).get(JUDGED_SHAPE)) or {}
+        env = r.get("env") or {}
+        limit = env.get(key)
+        memory_uuid = (ev.memory(name) or {}).get("gpu_uuid")
+        seen.append(
+            f"{name}: {JUDGED_SHAPE} ({m.get('blocks')} blocks, {m.get('launch_ms_median')} ms a launch) mean"
+            f" {m.get('mean_per_s')} GFMA/s over {m.get('window_s')} s after {m.get('warmup_s')} s (per second"
+            f" {m.get('per_s_min')}…{m.get('per_s_max')}) against {base.get('mean_per_s')} GFMA/s unlimited"
+            f" ({(r.get('baseline') or {}).get('how')}): share {(r.get('share') or {}).get(JUDGED_SHAPE)}; every"
+            f" shape {r.get('share')}; {key}={limit} on {r.get('gpu_uuid')}"
+        )
+        problems += not_ok(name, r)
+        if r.get("judged_shape") not in (None, JUDGED_SHAPE):
+            problems.append(f"Pod {name}: the probe judged {r.get('judged_shape')}; this check judges {JUDGED_SHAPE}")
+        if str(limit) != str(e.cores_percent):
+            problems.append(f"Pod {name}: measured under {key}={limit}, expected {e.cores_percent}")
+        lift_key, lift_value = NO_LIMIT[e.mechanism]
+        if e.mechanism == "hami-core" and str(env.get(lift_key) or "").lower() == lift_value:
+            problems.append(f"Pod {name}: its own process ran with {lift_key}={env.get(lift_key)}, which lifts the"
+                            " limit it was measured under")  # fmt: skip
+        window = m.get("window_s")
+        if not isinstance(window, (int, float)) or window < MIN_COMPUTE_SECONDS:
+            problems.append(f"Pod {name}: a {window} s window is too short (≥ {MIN_COMPUTE_SECONDS} s)")
+        problems += _timeline(name, "measured run", m)
+        if base:
+            problems += _timeline(name, "baseline", base) + _baseline_problems(e, name, r, base)
+        if not r.get("gpu_uuid") or r.get("gpu_uuid") != memory_uuid:
+            problems.append(
+                f"Pod {name}: compute ran on {r.get('gpu_uuid')}, the memory probe on {memory_uuid}: not shown to be"
+                " the shared card"
+            )
+        share = _share(name, r, m, base, problems)
+        if share is not None and abs(share - target) > COMPUTE_TOLERANCE:
+            wanted = f"{target:.2f} ± {COMPUTE_TOLERANCE}"
+            problems.append(f"Pod {name}: {JUDGED_SHAPE} ran at {share:.2f}, expected {wanted}")
+    return verdict(problems, f"short many-block launches run at about {target:.2f} of the baseline", seen)
+
+
+def _compute_time_sharing_expected(e: Expectation) -> str:
+    return "time-sharing enforces no compute limit: this check fails by design (each Pod gets whole time slices)"
+
+
+COMPUTE_LIMITED = Check(
+    "compute-limited",
+    "The compute quota holds short many-block launches to their share",
+    {
+        "hami-core": Rule(_compute_expected, _compute_limited),
+        "mps": Rule(_compute_expected, _compute_limited),
+        "time-sharing": Rule(_compute_time_sharing_expected, enforces_nothing("compute")),
+    },
+)

@@ -1,0 +1,107 @@
+"""What the allocator refused, cross-examined: HAMi-core's OOM lines in the probe's JSON against the library's own
+lines in the Pod's log, each line against what HAMi-core prints, and each refusal the probe claims (the extra, the
+chunk after the last) against the line that must come with it. Read by memory-enforced.
+
+HAMi-core prints `Device <d> OOM <usage + request> / <limit>` only when usage + request exceeds the limit
+(src/allocator/allocator.c:51-52, oom_check), where usage is what its cache file charges: the context, then what
+the process holds. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+try:
+    from .check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
+    from .evidence import Evidence
+    from .expectation import Expectation
+    from .parse import parse_oom_lines
+except ImportError:  # mounted flat in a Pod
+    from check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB  # type: ignore[no-redef]
+    from evidence import Evidence  # type: ignore[no-redef]
+    from expectation import Expectation  # type: ignore[no-redef]
+    from parse import parse_oom_lines  # type: ignore[no-redef]
+
+OUT_OF_MEMORY = "CUDA_ERROR_OUT_OF_MEMORY"
+"""What cuMemAlloc returns when HAMi-core (or MPS's pinned limit) refuses; any other error is something else."""
+LINE_SLACK_MIB = 2
+"""How far an OOM line's request may sit from usage + ask as the probe measured them (the view is read in MiB)."""
+
+
+def _is_oom(line: str) -> bool:
+    return bool(parse_oom_lines([line]))
+
+
+def library_lines(ev: Evidence, name: str, r: Mapping[str, Any]) -> tuple[list[dict[str, int]], list[str]]:
+    """The Pod's OOM lines, once the probe's JSON and the library's lines in the log agree; else the disagreement.
+
+    The probe captures the library's stderr and replays it, so every line in the log is in its JSON, and every
+    JSON line of the probe's own process is in the log (its children's lines reach only the JSON)."""
+    in_json = [str(x).strip() for x in r.get("hami_oom_lines") or []]
+    in_log = [x.strip() for x in (ev.pod(name).get("logs") or "").splitlines()
+              if not x.lstrip().startswith("{") and _is_oom(x)]  # fmt: skip
+    problems = []
+    unknown = [x for x in in_log if x not in in_json]
+    if unknown:
+        problems.append(f"Pod {name}: its log holds {len(unknown)} HAMi-core OOM line(s) its probe's JSON lacks"
+                        f" ({unknown[0]!r}): the JSON is not the library's account")  # fmt: skip
+    own = in_json[0].split(")]:")[0] if in_json else ""
+    unprinted = [x for x in in_json if own and x.startswith(own) and x not in in_log]
+    if unprinted:
+        problems.append(f"Pod {name}: its probe's JSON lists {len(unprinted)} OOM line(s) of its own process that"
+                        f" the library never printed in the log ({unprinted[0]!r})")  # fmt: skip
+    return parse_oom_lines(in_json), problems
+
+
+def refusal_problems(e: Expectation, name: str, r: Mapping[str, Any], lines: list[dict[str, int]],
+                     context: int | None) -> list[str]:  # fmt: skip
+    """Each line is one HAMi-core prints, names the quota, and the extra the probe says was refused has its line."""
+    problems = []
+    if not lines:
+        return [f"Pod {name}: no HAMi-core OOM line, so no refusal is shown to come from the quota"]
+    forged = [o for o in lines if o["requested"] <= o["limit"]]
+    if forged:
+        o = forged[0]
+        problems.append(f"Pod {name}: an OOM line asks {o['requested']} of {o['limit']} bytes; HAMi-core never prints"
+                        " one for a request within its limit")  # fmt: skip
+    wrong = sorted({o["limit"] for o in lines if o["limit"] != e.limit_bytes})
+    if wrong:
+        problems.append(f"Pod {name}: HAMi-core's OOM line reports the limit {wrong}, expected {e.limit_bytes}")
+    hold = (r.get("phases") or {}).get("hold") or {}
+    if hold.get("ok") is True and hold.get("extra_ok") is False:
+        ask = (e.hold_mib + e.extra_mib) * MIB
+        charged = range(ask, ask + (MAX_CONTEXT_OVERHEAD_MIB + LINE_SLACK_MIB) * MIB + 1)
+        if hold.get("extra_error") != OUT_OF_MEMORY or not any(o["requested"] in charged for o in lines):
+            problems.append(
+                f"Pod {name}: the {e.extra_mib} MiB extra was refused with {hold.get('extra_error')} and no HAMi-core"
+                f" line asks its {e.hold_mib} + {e.extra_mib} MiB: the refusal is not shown to be the quota's"
+            )
+    chunks = (r.get("phases") or {}).get("chunks") or {}
+    got, size = chunks.get("allocated_mib"), chunks.get("chunk_mib")
+    if context is not None and isinstance(got, int) and isinstance(size, int) and chunks.get("error") == OUT_OF_MEMORY:
+        ask = (context + got + size) * MIB
+        if not any(abs(o["requested"] - ask) <= LINE_SLACK_MIB * MIB for o in lines):
+            problems.append(f"Pod {name}: the chunk after {got} MiB was refused with no HAMi-core line asking its"
+                            f" {context} + {got} + {size} MiB")  # fmt: skip
+    return problems
+
+
+def chunk_problems(e: Expectation, name: str, r: Mapping[str, Any]) -> list[str]:
+    """The chunk phase against the quota and the largest single allocation: both measure the same room."""
+    chunks = (r.get("phases") or {}).get("chunks")
+    largest = r.get("largest_alloc_mib")
+    if not isinstance(chunks, Mapping):
+        return [f"Pod {name}: no chunk phase recorded"]
+    got, size = chunks.get("allocated_mib"), chunks.get("chunk_mib")
+    if not isinstance(got, int) or not isinstance(size, int) or size <= 0:
+        return [f"Pod {name}: the chunk phase reports no allocated_mib or chunk_mib ({dict(chunks)})"]
+    problems = []
+    if got > e.limit_mib:
+        problems.append(f"Pod {name}: the chunks got {got} MiB past the {e.limit_mib:.0f} MiB quota")
+    if isinstance(largest, int) and not largest - size < got <= largest + SEARCH_STEP_MIB:
+        problems.append(f"Pod {name}: the chunks got {got} MiB in {size} MiB steps, the largest single allocation"
+                        f" was {largest} MiB: they measure the same room and disagree")  # fmt: skip
+    if chunks.get("error") != OUT_OF_MEMORY:
+        problems.append(f"Pod {name}: the chunks stopped on {chunks.get('error')}, not {OUT_OF_MEMORY}")
+    return problems

@@ -1,0 +1,111 @@
+"""What every check is made of: a Rule per mechanism, the Check that holds them, and the helpers every
+family of checks shares (the verdict, the probe's own ok, the env a Pod must carry). Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    from .evidence import Evidence, probe_error
+    from .expectation import MECHANISMS, Expectation
+except ImportError:  # mounted flat in a Pod
+    from evidence import Evidence, probe_error  # type: ignore[no-redef]
+    from expectation import MECHANISMS, Expectation  # type: ignore[no-redef]
+
+MIB = 1 << 20
+COMPUTE_TOLERANCE = 0.1
+"""How far the judged shape's share may sit from coresPercent/100 (the H200 under HAMi-core: 0.32–0.33 at 30 %)."""
+MIN_COMPUTE_SECONDS = 20
+"""HAMi-core's limiter works in bursts: only a mean over 20 s after warm-up says anything (tests/fixtures/real)."""
+SEARCH_STEP_MIB = 1
+"""The memory probe finds the largest allocation to 1 MiB."""
+MAX_CONTEXT_OVERHEAD_MIB = 1024
+"""A CUDA context costs 102 MiB on a T4, 437 on an RTX PRO 6000, about 514 on an H200 under MPS."""
+
+Judgement = tuple[bool, str, str]
+"""(passed, observed, evidence)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What proves a check under one mechanism: the sentence planned in advance, and the judgement."""
+
+    expected: Callable[[Expectation], str]
+    judge: Callable[[Evidence], Judgement]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One proof check. A mechanism missing from `rules` does not offer it (the plan refuses to list it)."""
+
+    id: str
+    title: str
+    rules: Mapping[str, Rule]
+
+    def rule(self, mechanism: str) -> Rule:
+        if mechanism not in self.rules:
+            offered = ", ".join(self.rules)
+            raise LookupError(f"check {self.id} is not offered by the {mechanism} mechanism (only {offered})")
+        return self.rules[mechanism]
+
+
+def everywhere(rule: Rule) -> dict[str, Rule]:
+    """The same rule under every mechanism."""
+    return dict.fromkeys(MECHANISMS, rule)
+
+
+def verdict(problems: list[str], passed: str, seen: list[str]) -> Judgement:
+    if problems:
+        return False, "; ".join(problems), "; ".join(seen)
+    return True, passed, "; ".join(seen)
+
+
+def env_text(env: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(env.items())) or "(none)"
+
+
+def not_ok(name: str, result: Mapping[str, Any]) -> list[str]:
+    """A probe that says it did not finish cleanly proves nothing it measured."""
+    if result.get("ok") is True:
+        return []
+    return [f"Pod {name}: the probe reported ok={result.get('ok')}{probe_error(result)}"]
+
+
+def env_problems(name: str, env: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for key, value in wanted.items():
+        if env.get(key) in (None, ""):
+            problems.append(f"Pod {name}: {key} is not set (the sharing system injected no limit)")
+        elif str(env[key]) != str(value):
+            problems.append(f"Pod {name}: {key}={env[key]}, expected {value}")
+    return problems
+
+
+def library_absent(e: Expectation, name: str, r: Mapping[str, Any]) -> list[str]:
+    """Under HAMi-core, the reason nothing can hold: the probe found the library mapped nowhere in its process."""
+    preload = r.get("preload")
+    library = e.preload_library or "libvgpu.so"
+    if e.mechanism != "hami-core" or not isinstance(preload, Mapping):
+        return []
+    if any(str(x).endswith(library) for x in preload.get("mapped") or []):
+        return []
+    return [
+        f"Pod {name}: {library} is not mapped into the probe process (listed: {preload.get('listed') or []}):"
+        " the library is not there, so nothing enforces the quota"
+    ]
+
+
+def enforces_nothing(what: str) -> Callable[[Evidence], Judgement]:
+    def judge(ev: Evidence) -> Judgement:
+        results, _ = ev.all_memory()
+        seen = [
+            f"{name}: largest allocation {r.get('largest_alloc_mib')} MiB of the {r.get('visible_total_mib')} MiB"
+            f" it sees, slice {ev.expect.slice_mib} MiB"
+            for name, r in results.items()
+        ]
+        return False, f"time-sharing enforces no {what} limit: each Pod may take the whole card", "; ".join(seen)
+
+    return judge
