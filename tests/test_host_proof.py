@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from components.incluster import judge
+from components.incluster import judge, message, verifier
+from components.incluster.expectation import Expectation
 from components.verify.host import expectation
 from components.verify.host.proof import HostOptions, pod_env, prove
 from components.verify.host.runner import STRIPPED_ENV, clean_env, mps_client_env
-from tests.helpers import real_fixtures
+from tests.helpers import real_fixtures, recorded
 from tests.helpers.probes import PROBES
 
 REAL = real_fixtures.REAL
@@ -120,6 +121,39 @@ def test_the_h200_run_under_hami_core_passes_every_check_a_host_can_run(cluster:
         "compute-limited"]["observed"]  # fmt: skip
 
 
+def _kai_pods_without_annotations() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The `gke` fixture's expectation, and its proof Pods (real H200 probe output) without annotations, as a host."""
+    raw, evidence = recorded.load_raw("kai")
+    pods = {name: {**pod, "annotations": {}} for name, pod in evidence["pods"].items() if name in raw["pods"]}
+    return raw, {"pods": pods}
+
+
+def test_a_kai_pod_in_a_cluster_without_its_gpu_memory_ask_still_fails_same_gpu() -> None:
+    raw, evidence = _kai_pods_without_annotations()
+    failed = next(c for c in judge.judge(Expectation.parse(raw), evidence)["checks"] if c["id"] == "same-gpu")
+    assert failed["passed"] is False and "asks KAI gpu-memory=None" in failed["observed"]
+
+
+def test_a_kai_host_proof_judges_same_gpu_on_the_uuids_and_says_the_ask_was_not_run_on_a_host() -> None:
+    raw, evidence = _kai_pods_without_annotations()
+    host = expectation.host_expect(raw, "hami-core", raw["limitEnv"])
+    held = next(c for c in judge.judge(host, evidence)["checks"] if c["id"] == "same-gpu")
+    assert host.host_proof and held["passed"] is True, held["observed"]
+    assert "gpu-memory ask: not run on a host" in held["evidence"]
+    b = raw["pods"][1]
+    recorded.edit_probe(evidence, b, lambda r: r.update(gpu_uuid="GPU-00000000-0000-0000-0000-000000000000"))
+    moved = next(c for c in judge.judge(host, evidence)["checks"] if c["id"] == "same-gpu")
+    assert moved["passed"] is False and "different GPUs" in moved["observed"]  # the UUIDs are judged on a host
+
+
+def test_the_clusters_verifier_refuses_a_host_proofs_expectation(tmp_path: Path) -> None:
+    raw, _ = recorded.load_raw("kai")
+    env = {"GPUSHARE_EXPECT": json.dumps({**raw, "hostProof": True}), "GPUSHARE_TERMINATION_LOG": str(tmp_path / "t")}
+    assert verifier.main(env) == 0
+    verdict = message.decode((tmp_path / "t").read_text())
+    assert verdict["passed"] is False and "hostProof is true" in verdict["error"]
+
+
 def test_two_pods_started_in_the_same_instant_left_one_context_uncharged_and_memory_enforced_judges_the_refusal(
     cluster: dict[str, Any],
 ) -> None:
@@ -205,14 +239,15 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
     assert "\nold\n" not in readme and readme.endswith("rest\n") and "compute share, short_many (0.486 ms" in readme
 
 
-def test_the_repeated_h200_proofs_give_gke_and_k3s_the_same_verdict_every_run() -> None:
+def test_the_repeated_h200_proofs_give_each_stack_the_same_verdict_every_run() -> None:
     from components.verify.host import repeatability
 
     record = Path(__file__).resolve().parent.parent / "docs" / "host-proof" / "h200"
     runs = repeatability.repeats(record)
     assert {group: len(r) for group, r in runs.items()} == {"cluster-hami-core": 3, "gke-hami-core": 5,
                                                             "k3s-hami-core": 5}  # fmt: skip
-    assert repeatability.identical(runs["gke-hami-core"]) and repeatability.identical(runs["k3s-hami-core"])
+    assert all(repeatability.identical(r) for r in runs.values())  # cluster's uncharged B judged on the refusal
+    assert all(v["passed"] for r in runs.values() for _, v, _ in r)
     # Partly uncharged contexts in 7 of the 20 gke/k3s Pods changed no verdict: they are findings.
     charges = [f for _, v, _ in runs["gke-hami-core"] + runs["k3s-hami-core"] for f in v["findings"]
                if f["id"] == "context-charge"]  # fmt: skip

@@ -199,6 +199,14 @@ def test_probe_configmap_holds_the_probe_files_mounted_read_only(plans: dict[str
     assert spec["containers"][0]["volumeMounts"] == [{"name": "probes", "mountPath": "/gpushare", "readOnly": True}]
 
 
+def test_probe_files_are_refused_without_the_memory_probes_findings_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = {k: v for k, v in incluster.files().items() if k != "memory_findings.py"}
+    assert "from memory_findings import" in files["memory.py"]  # the memory probe cannot start without it
+    monkeypatch.setattr(incluster, "files", lambda: files)
+    with pytest.raises(FileNotFoundError, match=r"memory_findings\.py"):
+        workloads.probe_files()
+
+
 def test_proof_pods_use_the_configured_slim_image(plans: dict[str, Plan]) -> None:
     assert container(plans["k3s"], "pod-a")["image"] == "python:3.12-slim-bookworm"
 

@@ -81,17 +81,19 @@ def _same_gpu(ev: Evidence) -> Judgement:
             sizes = sorted({d["memMiB"] for d in allocated[name]})
             if sizes != [e.slice_mib]:
                 problems.append(f"{annotation} of Pod {name} allocates {sizes} MiB, the slice is {e.slice_mib} MiB")
-    if e.system == "kai":
-        # KAI is asked through the Pod's own annotation; its binder sizes HAMi-core's limit from it.
-        for name in ev.names:
-            ask = (ev.pod(name).get("annotations") or {}).get(KAI_MEMORY_ANNOTATION)
-            if str(ask) != str(e.slice_mib):
-                problems.append(f"Pod {name} asks KAI {KAI_MEMORY_ANNOTATION}={ask}, the slice is {e.slice_mib} MiB")
     seen = [
         f"{n}: uuid={uuids.get(n)}, node={nodes.get(n)}"
         + (f", {annotation}={[(d['uuid'], d['memMiB']) for d in allocated.get(n, [])]}" if annotation else "")
         for n in ev.names
     ]
+    if e.system == "kai" and e.host_proof:
+        seen.append(f"KAI's {KAI_MEMORY_ANNOTATION} ask: not run on a host (a process has no Pod annotations)")
+    elif e.system == "kai":
+        # KAI is asked through the Pod's own annotation; its binder sizes HAMi-core's limit from it.
+        for name in ev.names:
+            ask = (ev.pod(name).get("annotations") or {}).get(KAI_MEMORY_ANNOTATION)
+            if str(ask) != str(e.slice_mib):
+                problems.append(f"Pod {name} asks KAI {KAI_MEMORY_ANNOTATION}={ask}, the slice is {e.slice_mib} MiB")
     one = next((u for u in uuids.values() if u), None)
     return verdict(problems, f"all {len(ev.names)} Pods report the same GPU, {one}", seen)
 

@@ -97,6 +97,8 @@ class Expectation:
     """Pod-level ways around the quota, each tried in its own Pod and reported as a finding."""
     system_namespaces: tuple[str, ...] = ()
     """The GPU software's own namespaces: the GPU audit's `system` class (audit.py)."""
+    host_proof: bool = False
+    """Judged on a GPU host's processes, not Pods: there is no Pod spec, so no Pod annotation is read (KAI's ask)."""
 
     @property
     def limit_mib(self) -> float:

@@ -297,6 +297,8 @@ def main(
     expect: Expectation | None = None
     try:
         expect = Expectation.parse(env.get("GPUSHARE_EXPECT") or "")
+        if expect.host_proof:  # a plan never sets it: it would skip what only a Pod shows
+            raise ValueError("expectation.hostProof is true: a host proof's expectation is not a cluster's")
         client = ApiClient(
             setting["GPUSHARE_API_URL"],
             setting["GPUSHARE_TOKEN_PATH"],

@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
 
-REQUIRED_FILES = ("memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "kube.py")
+REQUIRED_FILES = ("memory.py", "memory_findings.py", "compute.py", "verifier.py", "judge.py", "checks.py", "kube.py")
 MOUNT_PATH = incluster.MOUNT_PATH
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"

@@ -28,6 +28,10 @@ CLUSTER_ONLY_PARTS: dict[str, str] = {
     "podTries": "findings: the ways around the quota that exist only at Pod creation, each tried in its own Pod",
 }
 """Parts of host-run checks that need a cluster: dropped from the host expectation and named in the verdict."""
+POD_ANNOTATION_PARTS: dict[str, str] = {
+    "kai": "same-gpu: KAI's gpu-memory ask, an annotation on the Pod (a process has none)",
+}
+"""Per sharing system, the Pod annotations host-run checks read in a cluster (`hostProof` skips them on a host)."""
 NEEDS_CONTAINER_RUNTIME: dict[str, str] = {
     "visible-devices-all": "NVIDIA_VISIBLE_DEVICES=all reaches a GPU only through the nvidia container runtime's"
     " hook; a host process sees every card anyway",
@@ -138,6 +142,7 @@ def host_expect(
         "monitor": None,
         "nodeMemoryLabel": None,
         "computePods": list(expect.get("pods") or []) if expect.get("coresPercent") is not None else [],
+        "hostProof": True,  # processes, not Pods: no Pod annotation to read
     }
     for key in CLUSTER_ONLY_PARTS:
         wire[key] = [] if key == "podTries" else None

@@ -120,6 +120,8 @@ def not_run(expect: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, 
         if cid in planned
     ]
     parts = {key: text for key, text in expectation.CLUSTER_ONLY_PARTS.items() if expect.get(key)}
+    if expect.get("system") in expectation.POD_ANNOTATION_PARTS:
+        parts["podAnnotations"] = expectation.POD_ANNOTATION_PARTS[str(expect["system"])]
     tries = [t.get("id") for t in expect.get("podTries") or []]
     parts |= {f"podTries.{t}": why for t, why in expectation.NEEDS_CONTAINER_RUNTIME.items() if t in tries}
     return checks, parts

@@ -299,7 +299,7 @@ def _expectation(folder: Path, verdict: Mapping[str, Any]) -> Any:
     from components.incluster.expectation import Expectation
 
     try:
-        return Expectation.parse(_load(folder / "expect.json"))
+        return Expectation.parse({**_load(folder / "expect.json"), "hostProof": True})  # judged on a host
     except ValueError:
         from components.verify.host import expectation
         from components.verify.host.proof import limit_env
@@ -318,6 +318,7 @@ def rejudge(record: Path) -> list[str]:
     the judge needs none). Cluster-only checks stay as the run reported them. Returns the runs judged again."""
     from components.incluster import judge
     from components.incluster.memory_findings import with_neighbours
+    from components.verify.host.expectation import POD_ANNOTATION_PARTS
 
     done = []
     for folder in (p for p in run_folders(record) if (p / "expect.json").is_file()):
@@ -329,7 +330,11 @@ def rejudge(record: Path) -> list[str]:
             oom = list((out.get("memory") or {}).get("hami_oom_lines") or [])
             text = "\n".join([*oom, *lines]) + "\n"
             logs[pod] = {"name": pod, "phase": "Succeeded", "nodeName": "host", "logs": text}
-        new = judge.judge(_expectation(folder, old), {"pods": logs})
+        expect = _expectation(folder, old)
+        new = judge.judge(expect, {"pods": logs})
+        if expect.system in POD_ANNOTATION_PARTS:  # what this judge leaves to a cluster, as a proof now names it
+            old["partsNotRunOnHost"] = {**(old.get("partsNotRunOnHost") or {}),
+                                        "podAnnotations": POD_ANNOTATION_PARTS[expect.system]}  # fmt: skip
         fresh = {c["id"]: c for c in new["checks"]}
         checks = [fresh.get(c["id"], c) if c["passed"] is not None else c for c in old["checks"]]
         ran = [c for c in checks if c["passed"] is not None]
