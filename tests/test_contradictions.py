@@ -78,8 +78,9 @@ def test_time_sharing_may_carry_no_limit_env() -> None:
 
 def test_compute_limited_recomputes_the_share_from_the_two_means() -> None:
     expect, evidence = load("cluster")
+    reported = probe_line(evidence, "gpu-slice-a", "compute")["share"]["short_many"]  # the probe's word, left as is
     edit_probe(evidence, "gpu-slice-a", lambda r: shape(r).update(mean_per_s=shape(r)["mean_per_s"] * 2), "compute")
-    failed(expect, evidence, "compute-limited", "share 0.293", "mean_per_s")
+    failed(expect, evidence, "compute-limited", f"share {reported}", "mean_per_s")
 
 
 def test_compute_limited_fails_when_the_baseline_ran_without_the_library_the_measured_run_had() -> None:
@@ -105,9 +106,11 @@ def test_compute_limited_fails_when_the_baseline_ran_another_grid() -> None:
 
 def test_compute_limited_fails_when_the_timeline_is_shorter_than_the_claimed_window() -> None:
     expect, evidence = load("cluster")
+    judged = shape(probe_line(evidence, "gpu-slice-a", "compute"))
+    claimed = f"make {int(judged['warmup_s'] + judged['window_s'])}"  # the seconds its warm-up and window take
     edit_probe(evidence, "gpu-slice-a", lambda r: shape(r).update(timeline_per_s=shape(r)["timeline_per_s"][:8]),
                "compute")  # fmt: skip
-    failed(expect, evidence, "compute-limited", "8 seconds", "23")
+    failed(expect, evidence, "compute-limited", "8 seconds", claimed)
 
 
 def test_compute_limited_fails_when_the_timelines_mean_is_not_the_reported_mean() -> None:
@@ -116,8 +119,9 @@ def test_compute_limited_fails_when_the_timelines_mean_is_not_the_reported_mean(
     def flat(r: dict[str, Any]) -> None:
         shape(r)["timeline_per_s"] = [18000.0] * len(shape(r)["timeline_per_s"])
 
+    reported = shape(probe_line(evidence, "gpu-slice-a", "compute"))["mean_per_s"]
     edit_probe(evidence, "gpu-slice-a", flat, "compute")
-    failed(expect, evidence, "compute-limited", "timeline", "18000", "5281.62")
+    failed(expect, evidence, "compute-limited", "timeline", "18000", f"{reported:.2f}")
 
 
 def test_compute_limited_judges_the_shape_the_check_names_not_the_one_the_probe_picked() -> None:
@@ -194,7 +198,7 @@ def test_memory_enforced_fails_when_the_extra_was_refused_by_another_cuda_error_
 
 def test_memory_enforced_holds_on_the_allocators_refusal_whatever_the_context_was_charged() -> None:
     """The same-instant H200 run: B's context went uncharged (0 MiB), yet the library refused past the quota."""
-    expect, evidence = real_run("cluster", "cluster-hami-core")
+    expect, evidence = real_run("cluster", "cluster-hami-core-uncharged")
     b = probe_line(evidence, "gpu-slice-b")
     assert (b["visible_free_mib"], b["largest_alloc_mib"]) == (4000, 4000)
     found = check(expect, evidence, "memory-enforced")
