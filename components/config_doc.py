@@ -60,8 +60,8 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str]]:
         field = model.model_fields[name]
         if name == "platform":
             continue
-        key = f"{prefix}{config._alias(name)}"
-        section = config._model_of(field.annotation)
+        key = f"{prefix}{config.alias(name)}"
+        section = config.model_of(field.annotation)
         if section is not None:
             rows.extend(_rows(section, f"{key}."))
             continue

@@ -19,24 +19,27 @@ from components.plan_view.golden import GOLDEN_DIR
 GOLDEN = GOLDEN_DIR
 
 MIRROR_HOST = "harbor.example.com"
-MIRRORED = [
-    "gpushare:registryMirrors={"
-    + ", ".join(f'"{upstream}": "{MIRROR_HOST}/{project}"' for upstream, project in (
-        ("docker.io", "dockerhub"), ("nvcr.io", "nvcr"), ("ghcr.io", "ghcr"), ("registry.k8s.io", "k8s"),
-        ("reg.kyverno.io", "kyverno"), ("registry.cn-hangzhou.aliyuncs.com", "aliyun")))
-    + "}",
-]
-"""Every upstream registry through its own mirror project."""
+MIRROR_PROJECTS = {"docker.io": "dockerhub", "nvcr.io": "nvcr", "ghcr.io": "ghcr", "registry.k8s.io": "k8s",
+                   "reg.kyverno.io": "kyverno", "registry.cn-hangzhou.aliyuncs.com": "aliyun"}
+"""Each upstream registry's mirror project."""
 
 
-def chart_sources(stack: str) -> list[str]:
-    """Every chart the stack installs from oci://harbor.example.com/charts."""
-    from components.config import _alias, parse
+def mirrored(stack: str) -> list[str]:
+    """Every upstream registry the stack pulls from through its own mirror project, and every chart it installs
+    from oci://harbor.example.com/charts."""
+    from components.config import alias, parse
+    from components.config.shared import image_hosts
     from components.plan import _as_pulumi_config, read_stack_config
 
     config, _ = read_stack_config(stack, [])
-    charts = parse(_as_pulumi_config(config)).chart_pins()
-    return [f"gpushare:chartSources.{_alias(chart)}.repository=oci://{MIRROR_HOST}/charts" for chart in charts]
+    cfg = parse(_as_pulumi_config(config))
+    hosts = sorted(image_hosts(cfg))
+    missing = [h for h in hosts if h not in MIRROR_PROJECTS]
+    assert not missing, f"no mirror project for {missing}"
+    mirrors = ", ".join(f'"{host}": "{MIRROR_HOST}/{MIRROR_PROJECTS[host]}"' for host in hosts)
+    charts = [f"gpushare:chartSources.{alias(chart)}.repository=oci://{MIRROR_HOST}/charts"
+              for chart in cfg.chart_pins()]
+    return [f"gpushare:registryMirrors={{{mirrors}}}", *charts]
 
 
 def variants() -> dict[str, tuple[str, list[str]]]:
@@ -44,7 +47,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     found: dict[str, tuple[str, list[str]]] = {}
     for stack in stacks():
         found[stack] = (stack, [])
-        found[f"{stack}-mirrored"] = (stack, [*MIRRORED, *chart_sources(stack)])
+        found[f"{stack}-mirrored"] = (stack, mirrored(stack))
     return found
 
 
