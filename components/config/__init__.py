@@ -14,7 +14,16 @@ from components.config.existing import ExistingChartSources, ExistingStack
 from components.config.gke import GKE_NATIVE, GkeChartSources, GkeSharing, GkeStack
 from components.config.k3s import ExistingHostStack, K3sStack, K3sVmStack
 from components.config.kubeconfig import PROJECT_ROOT, ConfigError
-from components.config.read import MOVED_KEYS, PLATFORMS, REPLACED_KEYS, VARIANTS, StackConfig, model_of, parse
+from components.config.read import (
+    MOVED_KEYS,
+    PLATFORMS,
+    REPLACED_KEYS,
+    VARIANTS,
+    StackConfig,
+    check_stack_config,
+    model_of,
+    parse,
+)
 from components.config.shared import CHART_NAMES, GpuConfig, HamiChartSources, HostGpuConfig, Stack
 from components.contracts.settings import NAMESPACE, alias
 from components.gpu.settings import (
@@ -35,7 +44,7 @@ __all__ = [
     "GkeCdiConfig", "GkeChartSources", "GkeConfig", "GkeSharing", "GkeSharingConfig", "GkeStack", "GpuConfig",
     "GpuOperatorConfig", "HamiChartSources", "HamiConfig", "HostConfig", "HostGpuConfig", "IsolatorConfig",
     "K3sConfig", "K3sStack", "K3sVmStack", "KaiConfig", "Stack", "StackConfig", "VerifyConfig", "VmConfig", "alias",
-    "load", "model_of", "parse",
+    "check_stack_config", "load", "model_of", "parse",
 ]
 
 

@@ -201,7 +201,7 @@ def _shown(value: Any) -> str:
 def _round(value: Any) -> str:
     try:
         return str(round(float(value)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return "3"
 
 
@@ -251,6 +251,23 @@ def model_of(annotation: Any) -> type[BaseModel] | None:
 
 def _close_namespace(namespace: str) -> bool:
     return namespace != NAMESPACE and difflib.SequenceMatcher(None, namespace, NAMESPACE).ratio() >= 0.8
+
+
+def engine_value(value: Any) -> Any:
+    """A top-level stack-file value as the engine hands it to the program: text (a mapping or list stays)."""
+    if isinstance(value, (str, dict, list)):
+        return value
+    if isinstance(value, bool):
+        return str(value).lower()
+    return json.dumps(value) if isinstance(value, (int, float)) or value is None else str(value)
+
+
+def check_stack_config(config: Mapping[str, Any]) -> StackConfig | None:
+    """A stack file's config (YAML values, `-c` applied) checked as the program will check it, or None for a stack
+    that sets no `gpushare:` key (a program that is not this one): the plan's first step, before Pulumi loads."""
+    if not any(str(name).startswith(f"{NAMESPACE}:") for name in config):
+        return None
+    return parse({str(name): engine_value(value) for name, value in config.items()})
 
 
 def parse(raw: Mapping[str, Any]) -> StackConfig:

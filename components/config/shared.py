@@ -206,18 +206,29 @@ def check_slices(cfg: Stack) -> None:
                           f"two slices of {slice_mib} MiB do not fit one {card} MiB card, so the Pods cannot share "
                           f"it; set it to at most {card // 2}")
     if cfg.quota_mib < MIN_LIMIT_MIB:
-        what = "the card" if cfg.verify.slice_mib is None else f"{slice_mib} MiB"
-        fix = (f"set it to at least {MIN_LIMIT_MIB}" if cfg.verify.slice_mib is not None
-               else "set gpushare:gpu.memoryMiB to what nvidia-smi reports")
-        raise ConfigError(key("verify", "sliceMiB") if cfg.verify.slice_mib is not None else key("gpu", "memoryMiB"),
-                          f"{what} leaves a quota of {cfg.quota_mib} MiB, too small to hold memory and show a "
-                          f"refusal beside a CUDA context; {fix}")
+        if card < 2 * MIN_LIMIT_MIB:
+            raise ConfigError(key("gpu", "memoryMiB"),
+                              f"a {card} MiB card cannot hold two proof slices of at least {MIN_LIMIT_MIB} MiB; the "
+                              f"proof needs a card of {2 * MIN_LIMIT_MIB} MiB or more")
+        raise ConfigError(key("verify", "sliceMiB"),
+                          f"{slice_mib} MiB gives each proof Pod a quota of {cfg.quota_mib} MiB, too small to hold "
+                          f"memory beside a CUDA context and show a refusal; set it between {least_slice_mib(cfg)} "
+                          f"and {card // 2}")
     if cfg.verify.overcommit_mib is not None and not overcommit_is_valid(card, slice_mib, cfg.overcommit_mib):
         left = remaining_mib(card, slice_mib)
         raise ConfigError(key("verify", "overcommitMiB"),
                           f"{cfg.overcommit_mib} MiB must be above what two slices leave ({left} MiB) and at most the "
                           f"card ({card} MiB), or the Pod is not proof of per-card accounting; leave it unset to "
                           "compute it")
+
+
+def least_slice_mib(cfg: Stack) -> int:
+    """The smallest slice (in 100 MiB steps) whose quota, as this stack's scheduler rounds it, holds the proof."""
+    for slice_mib in range(MIN_LIMIT_MIB, cfg.card_mib // 2 + 1, 100):
+        trial = cfg.model_copy(update={"verify": cfg.verify.model_copy(update={"slice_mib": slice_mib})})
+        if trial.quota_mib >= MIN_LIMIT_MIB:
+            return slice_mib
+    return cfg.card_mib // 2
 
 
 def check_proof_numbers(cfg: Stack) -> None:
