@@ -133,7 +133,18 @@ def registry(value: str) -> str:
         raise ValueError(f"{value!r} has a scheme; give the host and path only, such as harbor.example.com/mirror")
     if not _REGISTRY.match(value.rstrip("/")):
         raise ValueError(f"{value!r} is not a registry; give host[:port][/path] such as harbor.example.com/mirror")
+    problem = registry_port_problem(value.split("/")[0])
+    if problem:
+        raise ValueError(problem)
     return value
+
+
+def registry_port_problem(host: str) -> str | None:
+    """Why the port of `host[:port]` is no TCP port, or None (no port, or one from 1 to 65535)."""
+    _, colon, port = host.rpartition(":")
+    if colon and port.isdigit() and not 1 <= int(port) <= 65535:
+        return f"port {port} of {host} is not a TCP port; give one from 1 to 65535"
+    return None
 
 
 def chart_repository(value: str) -> str:

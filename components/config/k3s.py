@@ -64,6 +64,9 @@ class K3sVmStack(K3sStack):
         problem = machine_gpu_problem(self.vm.machine_type, self.gpu.type, 1)
         if problem is not None:
             where, why = problem
+            if where == "gpu.perNode":
+                why = (f"{self.vm.machine_type} carries several cards, but the k3s VM uses one; pick the one-card "
+                       "size of its series (g4-standard-48, g2-standard-4 … -16, a2-highgpu-1g)")
             raise ConfigError(key("vm", "machineType") if where != "gpu.type" else key("gpu", "type"), why)
         super().check()
         check_network(self.vm)

@@ -35,6 +35,7 @@ from components.sizing import (
     overcommit_mib,
     remaining_mib,
 )
+from components.validate import registry_port_problem
 from components.verify.settings import VerifyConfig
 from components.versions import kubernetes_release
 
@@ -274,7 +275,8 @@ def check_mirrors(cfg: Stack) -> None:
     used = image_hosts(cfg)
     for host, prefix in cfg.registry_mirrors.items():
         full_key = f'{key("registryMirrors")}["{host}"]'
-        problem = registry_host_problem(host) or mirror_prefix_problem(prefix)
+        problem = (registry_host_problem(host) or mirror_prefix_problem(prefix) or registry_port_problem(host)
+                   or registry_port_problem(prefix.split("/")[0]))
         if problem:
             raise ConfigError(full_key, problem)
         upstream = upstream_host(host)
