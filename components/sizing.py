@@ -15,7 +15,9 @@ def default_slice_mib(card_mib: int) -> int:
     """
     slice_mib = max(4000, _STEP_MIB * (card_mib // 12_000))
     if 2 * slice_mib >= card_mib:
-        slice_mib = _STEP_MIB * max(1, (card_mib // 3) // _STEP_MIB)
+        # A small card: a third of it, but never under 1100 MiB (a quota under 1 GiB cannot show a refusal beside
+        # a CUDA context, and KAI rounds to hundredths of the card), and never more than half.
+        slice_mib = min(card_mib // 2, max(1100, 100 * ((card_mib // 3) // 100)))
     return slice_mib
 
 

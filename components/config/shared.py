@@ -198,6 +198,10 @@ def check_slices(cfg: Stack) -> None:
     if getattr(cfg, "sharing", None) in ("mps", "time-sharing"):
         return  # GKE sets the slice from the clients per card (gke.check_gke_native)
     card, slice_mib = cfg.card_mib, cfg.slice_mib
+    if card < 2 * MIN_LIMIT_MIB:
+        raise ConfigError(key("gpu", "memoryMiB"),
+                          f"a {card} MiB card cannot hold two proof slices of at least {MIN_LIMIT_MIB} MiB; the "
+                          f"proof needs a card of {2 * MIN_LIMIT_MIB} MiB or more")
     if slice_mib > card:
         raise ConfigError(key("verify", "sliceMiB"),
                           f"{slice_mib} MiB is larger than the card ({card} MiB on {cfg.gpu_type}); set it below "
@@ -207,10 +211,6 @@ def check_slices(cfg: Stack) -> None:
                           f"two slices of {slice_mib} MiB do not fit one {card} MiB card, so the Pods cannot share "
                           f"it; set it to at most {card // 2}")
     if cfg.quota_mib < MIN_LIMIT_MIB:
-        if card < 2 * MIN_LIMIT_MIB:
-            raise ConfigError(key("gpu", "memoryMiB"),
-                              f"a {card} MiB card cannot hold two proof slices of at least {MIN_LIMIT_MIB} MiB; the "
-                              f"proof needs a card of {2 * MIN_LIMIT_MIB} MiB or more")
         raise ConfigError(key("verify", "sliceMiB"),
                           f"{slice_mib} MiB gives each proof Pod a quota of {cfg.quota_mib} MiB, too small to hold "
                           f"memory beside a CUDA context and show a refusal; set it between {least_slice_mib(cfg)} "
