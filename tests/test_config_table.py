@@ -18,6 +18,8 @@ from tests.conftest import ROOT
 HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
         "gpushare:host.privateKey=placeholder")  # fmt: skip
 KUBECONFIG_TEXT = "gpushare:cluster.kubeconfigPath=null"
+ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEhvc3RIb3N0SG9zdEhvc3RIb3N0SG9zdEhvc3RIb3N0"
+"""A well-formed Ed25519 public key (its 32 bytes spell HostHost…)."""
 
 
 class Bad(NamedTuple):
@@ -345,7 +347,8 @@ BAD = [
         key='gpushare:registryMirrors["index.docker.io"]'),
     bad("gke", "gpushare:registryMirrors={Docker.IO: harbor.example.com/a, registry-1.docker.io: harbor.example.com/b}",
         key='gpushare:registryMirrors["registry-1.docker.io"]'),
-    bad("gke", "gpushare:registryMirrors={ncvr.io: harbor.example.com/nvcr}", key='gpushare:registryMirrors["ncvr.io"]'),
+    bad("gke", "gpushare:registryMirrors={ncvr.io: harbor.example.com/nvcr}",
+        key='gpushare:registryMirrors["ncvr.io"]'),
     bad("gke", "gpushare:sharing=mps", "gpushare:kai=null", "gpushare:isolator=null", "gpushare:gkeCdi=null",
         "gpushare:registryMirrors={nvcr.io: harbor.example.com/nvcr}", key='gpushare:registryMirrors["nvcr.io"]'),
     bad("gke", "gpushare:registryMirrors={'docker.io:99999': harbor.example.com/a}",
@@ -388,7 +391,7 @@ BAD = [
     bad("k3s", *HOST, "gpushare:host.privateKey=[s3cr3t]", key="gpushare:host.privateKey"),
     bad("k3s", *HOST, "gpushare:host.hostKey=ssh-ed25519 AAAA", key="gpushare:host.hostKey"),
     bad("k3s", *HOST, "gpushare:host.hostKey=ssh-ed25519 QUJD", key="gpushare:host.hostKey"),
-    bad("k3s", *HOST, "gpushare:host.hostKey=ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIEhvc3RIb3N0SG9zdEhvc3RIb3N0SG9zdEhvc3RIb3N0", key="gpushare:host.hostKey"),
+    bad("k3s", *HOST, "gpushare:host.hostKey=ssh-rsa " + ED25519[12:], key="gpushare:host.hostKey"),
     bad("k3s", *HOST, "gpushare:host.hostKey=ssh-dss AAAAB3NzaC1kc3M=", key="gpushare:host.hostKey"),
     bad("k3s", "gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
         key="gpushare:host.privateKey"),
@@ -452,7 +455,7 @@ GOOD = [
     ("gke", "gpushare:kai.namespace=kube-system", "gpushare:isolator.namespace=kube-system"),
     ("k3s", "gpushare:verify.runId='2026-01-01'", "gpushare:hami.version='2.9.0'"),
     ("k3s", "gpushare:verify.runId=7"),
-    ("k3s", *HOST, "gpushare:host.hostKey=192.0.2.50 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEhvc3RIb3N0SG9zdEhvc3RIb3N0SG9zdEhvc3RIb3N0"),
+    ("k3s", *HOST, "gpushare:host.hostKey=192.0.2.50 " + ED25519),
     ("gke", "gpushare:chartSources.kai.repository=oci://harbor.example.com:8443/charts"),
     ("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-good.yaml", "gpushare:cluster.context=b"),
     ("gke", "gpushare:verify.sliceMiB=1024", "gpushare:verify.holdGiB=null", "gpushare:verify.extraGiB=null"),
@@ -515,7 +518,8 @@ def test_bad_input_is_refused_in_one_line_naming_the_key(row: Bad, scratch: Path
     assert_reads_as_ours(lines[0])
 
 
-STOCK = re.compile(r"Input should|Value error|validation error|\b[A-Z][A-Za-z]+(Config|Stack|Settings)\b|type=|pydantic")
+STOCK = re.compile(r"Input should|Value error|validation error|\b[A-Z][A-Za-z]+(Config|Stack|Settings)\b|type=|"
+                   r"pydantic")
 """pydantic's stock wording, or a class name."""
 
 
