@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -175,6 +176,9 @@ def first_error(err: ValidationError, variant: type[Stack]) -> ConfigError:
     return ConfigError(full_key, f"{shown} is not valid here; see `{full_key}` in the README's config reference")
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
 def path_key(variant: type[BaseModel], loc: list[str | int]) -> str:
     """The key as `pulumi config set --path` takes it: fields dotted, list items `[0]`, map entries `["docker.io"]`."""
     text, model = "", variant
@@ -183,8 +187,8 @@ def path_key(variant: type[BaseModel], loc: list[str | int]) -> str:
             text += f"[{part}]"
             continue
         field = next((f for n, f in model.model_fields.items() if alias(n) == part), None) if model else None
-        if field is None and model is None:
-            text += f'["{part}"]'  # an entry of a map (registryMirrors, nodeLabel)
+        if (field is None and model is None) or not _IDENTIFIER.fullmatch(part):
+            text += f"[{json.dumps(part)}]"  # an entry of a map (registryMirrors, nodeLabel), or a key that is no name
         else:
             text += f".{part}" if text else part
         model = model_of(field.annotation) if field is not None else None

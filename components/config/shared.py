@@ -3,6 +3,7 @@ checks across sections that hold on every platform."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -274,7 +275,7 @@ def check_mirrors(cfg: Stack) -> None:
     upstreams: dict[str, str] = {}
     used = image_hosts(cfg)
     for host, prefix in cfg.registry_mirrors.items():
-        full_key = f'{key("registryMirrors")}["{host}"]'
+        full_key = f"{key('registryMirrors')}[{json.dumps(host)}]"  # a map entry, as --path takes it
         problem = (registry_host_problem(host) or mirror_prefix_problem(prefix) or registry_port_problem(host)
                    or registry_port_problem(prefix.split("/")[0]))
         if problem:

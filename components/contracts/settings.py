@@ -7,6 +7,7 @@ Pulumi: config is checked before the program or the engine is loaded.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, get_args
 
@@ -34,9 +35,9 @@ def key(*path: str | int) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         elif text and not _PLAIN.fullmatch(part):
-            text += f'["{part}"]'
+            text += f"[{json.dumps(part)}]"
         else:
-            text += f".{part}" if text else part
+            text += f".{part}" if text else json.dumps(part)[1:-1]  # one line, whatever the key holds
     return f"{NAMESPACE}:{text}" if text else NAMESPACE
 
 
