@@ -94,8 +94,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
     expect = expectations(cfg, contract)
     return ProofArgs(
         provider=cluster.provider,
-        namespace=v.namespace,
-        pod_prefix=v.pod_prefix,
+        settings=v,
         proof=contract,
         expect=expect,
         # What the probes do is what the checks expect: the same hold, extra, sweep and compute share.
@@ -112,9 +111,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
         image=mirrored(v.probe_image, cfg.mirrors),
         # The whole-GPU precondition Pod runs only where nodes carry whole cards beside the slices.
         smi_image=mirrored(v.smi_image, cfg.mirrors) if whole_cards_beside_slices(cfg) else None,
-        fail_on_violation=v.fail_on_violation,
         ready=[*cluster.ready, *sharing.ready],
-        run_id=v.run_id,
         pod_tries=pod_tries(cfg, contract),
     )
 
