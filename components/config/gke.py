@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from components.config.kubeconfig import ConfigError
-from components.config.shared import Stack
+from components.config.shared import MIN_LIMIT_MIB, Stack
 from components.contracts.settings import Settings, key
 from components.gke_sharing import mps_limits
 from components.gpu.settings import (
@@ -127,6 +127,13 @@ def check_gke_native(cfg: GkeStack) -> None:
     clients, v = cfg.gke_sharing.max_shared_clients_per_gpu, cfg.verify
     if cfg.sharing == "mps":
         limits = mps_limits(cfg.card_mib, clients)
+        if limits.pinned_mib < MIN_LIMIT_MIB:
+            fix = (f"set {key('gkeSharing', 'maxSharedClientsPerGpu')} to {max(2, cfg.card_mib // MIN_LIMIT_MIB)}"
+                   if cfg.card_mib >= 2 * MIN_LIMIT_MIB else f"the proof needs a card of {2 * MIN_LIMIT_MIB} MiB")
+            where = key("gkeSharing", "maxSharedClientsPerGpu") if cfg.card_mib >= 2 * MIN_LIMIT_MIB else key(
+                "gpu", "memoryMiB")
+            raise ConfigError(where, f"MPS would give each of {clients} clients {limits.pinned_mib} MiB of the "
+                                     f"{cfg.card_mib} MiB card, too little to hold memory and show a refusal; {fix}")
         if v.slice_mib is not None and v.slice_mib != limits.pinned_mib:
             raise ConfigError(key("verify", "sliceMiB"), f"{v.slice_mib} MiB: MPS slices are equal, the card's "
                               f"{cfg.card_mib} MiB over {clients} clients; set it to {limits.pinned_mib} or leave it "

@@ -119,7 +119,7 @@ def check_shape(data: Mapping[str, Any]) -> type[Stack]:
             shown = repr(value) if isinstance(value, (str, int, float, bool)) else "a " + type(value).__name__
             reason = WRONG_CHOICE.get((platform, choice, str(value))) or WRONG_CHOICE.get((platform, choice, "*"))
             if reason is None:
-                reason = f"expected {' or '.join(repr(v) for v in allowed)} on platform {platform}"
+                reason = f"expected {' or '.join(repr(v) for v in allowed)}"
             raise ConfigError(key(choice), f"{shown} on platform {platform}: {reason}")
     return variant
 

@@ -85,6 +85,8 @@ def _text(value: Any) -> Any:
         raise ValueError(f"{value!r} was read as a number; quote it (\"{value}\") so it stays text")
     if isinstance(value, bool):
         raise ValueError(f"{str(value).lower()} was read as a yes/no; quote it (\"{str(value).lower()}\")")
+    if value is None:
+        raise ValueError("is empty (null); give a value, or remove the key to take the default")
     if isinstance(value, (dict, list)):
         raise ValueError(f"a {'list' if isinstance(value, list) else 'mapping'} where text belongs; give one value")
     raise ValueError(f"YAML read this as {_yaml_kind(value)}, not text; quote it")
