@@ -276,3 +276,16 @@ def test_a_compute_share_under_kai_is_refused() -> None:
     err = refusal("gke", "gpushare:verify.coresPercent=30")
     assert err.key == "gpushare:verify.coresPercent"
     assert "no compute share" in str(err)
+
+
+def test_the_fault_reported_does_not_depend_on_the_order_keys_arrive_in() -> None:
+    faults = {"gpushare:platform": "gke", "gpushare:verify": '{"sliceMiB": 0}', "gpushare:gke": '{"nodeCount": 0}',
+              "gpushare:kai": '{"queue": "Q"}'}
+    keys = {parse_key(dict(items)) for items in (list(faults.items()), list(reversed(faults.items())))}
+    assert keys == {"gpushare:verify.sliceMiB"}  # one fault, whichever order: pydantic reports in field order
+
+
+def parse_key(raw: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse(raw)
+    return caught.value.key
