@@ -16,7 +16,7 @@ from components.config.gke import GKE_NATIVE, GkeStack
 from components.config.k3s import ExistingHostStack, K3sVmStack
 from components.config.kubeconfig import ConfigError
 from components.config.shared import Stack
-from components.contracts.settings import NAMESPACE, alias, key
+from components.contracts.settings import NAMESPACE, alias, attribute_docs, key
 
 StackConfig = Annotated[GkeStack | K3sVmStack | ExistingHostStack | ExistingStack, Field(discriminator="platform")]
 """A stack's whole config: one variant per platform."""
@@ -220,13 +220,21 @@ def _missing(variant: type[Stack], loc: list[str]) -> str:
                 f"{key(*loc)} {SECRET_KEYS[(loc[0], loc[1])]}`")
     model = _model_at(variant, loc[:-1])
     field = next((f for n, f in model.model_fields.items() if alias(n) == loc[-1]), None) if model else None
-    doc = f" ({field.description.rstrip('.')})" if field and field.description else ""
+    described = attribute_docs(model).get(_name_of(model, loc[-1]) or "") if model else None
+    doc = f" ({described.rstrip('.')})" if described else ""
     section = model_of(field.annotation) if field else None
     if section is not None:
         needed = [alias(n) for n, f in section.model_fields.items() if f.is_required()]
-        example = " and ".join(f"`pulumi config set --path {key(*loc, n)} …`" for n in needed) or "the README"
-        return f"required for platform {platform}{doc}; set {example}"
+        example = " and ".join(f"`pulumi config set --path {key(*loc, n)} …`" for n in needed)
+        if tuple(loc) == ("cluster",):
+            example = ("`pulumi config set --path gpushare:cluster.kubeconfigPath ~/.kube/config`, or the file as a "
+                       "secret: `pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`")
+        return f"required for platform {platform}{doc}; set {example or 'its keys (docs/configuration.md)'}"
     return f"required for platform {platform}{doc}; set it with `pulumi config set --path {key(*loc)} …`"
+
+
+def _name_of(model: type[BaseModel], key_: str) -> str | None:
+    return next((n for n in model.model_fields if alias(n) == key_), None)
 
 
 def _model_at(variant: type[BaseModel], loc: list[str]) -> type[BaseModel] | None:

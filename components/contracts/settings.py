@@ -45,14 +45,17 @@ _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Settings(BaseModel):
-    """Frozen, camelCase keys, unknown keys refused, defaults validated, attribute docstrings kept."""
+    """Frozen, camelCase keys, unknown keys refused, defaults validated.
+
+    A field's docstring is its documentation (`attribute_docs`), read from the source only when asked: pydantic's
+    `use_attribute_docstrings` would parse every class's source on import, a quarter of a refusal's time.
+    """
 
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
         alias_generator=AliasGenerator(validation_alias=alias, serialization_alias=alias),
         validate_default=True,
-        use_attribute_docstrings=True,
         # Python builds a section by field name (`HamiConfig(device_split_count=3)`); config reads only the
         # camelCase keys (`read.parse` validates with by_name=False).
         validate_by_name=True,
@@ -117,6 +120,26 @@ AbsolutePath = Annotated[str, BeforeValidator(_text), AfterValidator(validate.ab
 Port = Annotated[int, BeforeValidator(_no_yes_no), AfterValidator(validate.port)]
 FiniteGiB = Annotated[float, BeforeValidator(_no_yes_no), Field(gt=0, allow_inf_nan=False)]
 HourlyUsd = Annotated[float, BeforeValidator(_no_yes_no), Field(ge=0, le=10_000, allow_inf_nan=False)]
+
+
+def attribute_docs(model: type[BaseModel]) -> dict[str, str]:
+    """Field name → the docstring under it in the class body (a subclass's own wins), on one line."""
+    import ast  # here: only the generated docs and a `required` message read them
+    import inspect
+    import itertools
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for cls in reversed([c for c in model.__mro__ if issubclass(c, BaseModel) and c is not BaseModel]):
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
+        except (OSError, TypeError, IndexError, AttributeError):
+            continue
+        for node, after in itertools.pairwise(body):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+                docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
 
 
 def checked(check: Any, *args: Any) -> AfterValidator:
