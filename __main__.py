@@ -9,11 +9,14 @@
 | existing | gpu-operator | hami         | cluster          |
 """
 
-import pulumi
+from components import config
 
-from components import compose, config
+cfg = config.load()  # first: a refusal needs neither the composition layer nor the providers
 
-cfg = config.load()
+import pulumi  # noqa: E402
+
+from components import compose  # noqa: E402
+
 cluster = compose.platform(cfg)
 toolkit = compose.toolkit(cfg, cluster)
 sharing = compose.sharing(cfg, cluster, toolkit)

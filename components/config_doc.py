@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from components import config
+from components.contracts.settings import attribute_docs
 
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
@@ -29,7 +30,8 @@ PLATFORM_ROW = ("`gpushare:platform`", "all", "required", "Where Kubernetes come
 
 def field_docs(model: type[BaseModel]) -> dict[str, str]:
     """Each field's attribute docstring, as pydantic keeps it (`use_attribute_docstrings`), on one line."""
-    return {name: " ".join(f.description.split()) for name, f in model.model_fields.items() if f.description}
+    found = attribute_docs(model)
+    return {name: found[name] for name in model.model_fields if name in found}
 
 
 def _default(field: Any) -> str:
@@ -60,8 +62,8 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str]]:
         field = model.model_fields[name]
         if name == "platform":
             continue
-        key = f"{prefix}{config._alias(name)}"
-        section = config._model_of(field.annotation)
+        key = f"{prefix}{config.alias(name)}"
+        section = config.model_of(field.annotation)
         if section is not None:
             rows.extend(_rows(section, f"{key}."))
             continue

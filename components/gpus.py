@@ -46,3 +46,58 @@ def gpu_memory_mib(accelerator: str, override: int | None = None) -> int:
     except KeyError:
         known = ", ".join(sorted(GPU_MODELS))
         raise KeyError(f"no memory figure for GPU type {accelerator!r} (known: {known})") from None
+
+
+# --- which GCE machine family carries or takes which card ----------------------------------------------------
+# Source: Compute Engine "GPU machine types" (cloud.google.com/compute/docs/gpus) and "Accelerator-optimized
+# machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines): A2/A3/G2/G4 carry their GPU,
+# N1 takes an attached T4, V100, P4 or P100. Reviewed against those pages; extend it only from them.
+
+ATTACHED_TO_N1 = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100")
+"""The GPUs GCE attaches to an N1 machine (`guest_accelerator`)."""
+
+BUNDLED: dict[str, str] = {
+    "g2-standard": "nvidia-l4",
+    "g4-standard": "nvidia-rtx-pro-6000",
+    "a2-highgpu": "nvidia-tesla-a100",
+    "a2-megagpu": "nvidia-tesla-a100",
+    "a2-ultragpu": "nvidia-a100-80gb",
+    "a3-highgpu": "nvidia-h100-80gb",
+    "a3-edgegpu": "nvidia-h100-80gb",
+    "a3-megagpu": "nvidia-h100-mega-80gb",
+}
+"""Machine series (type without its size) → the GPU it carries."""
+
+BUNDLED_COUNT: dict[str, int] = {
+    **{f"g2-standard-{n}": 1 for n in (4, 8, 12, 16, 32)}, "g2-standard-24": 2, "g2-standard-48": 4,
+    "g2-standard-96": 8,
+    "g4-standard-48": 1, "g4-standard-96": 2, "g4-standard-192": 4, "g4-standard-384": 8,
+}
+"""GPUs a G2 or G4 machine type carries (A2 and A3 name theirs: a2-highgpu-4g carries 4)."""
+
+
+def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tuple[str, str] | None:
+    """(`machineType` or `gpu.type` or `gpu.perNode`, why) when GCE would refuse this card on this machine."""
+    series, _, size = machine_type.rpartition("-")
+    family = machine_type.split("-", 1)[0]
+    if family == "n1":
+        if gpu_type in ATTACHED_TO_N1:
+            return None
+        carriers = sorted(s for s, g in BUNDLED.items() if g == gpu_type)
+        if carriers:
+            return "machineType", (f"{machine_type} takes only {', '.join(ATTACHED_TO_N1)}; {gpu_type} comes built "
+                                   f"into {' or '.join(c + '-*' for c in carriers)} machine types: use one of those")
+        return "gpu.type", f"{gpu_type} cannot be attached to an N1 machine; use one of {', '.join(ATTACHED_TO_N1)}"
+    carried = BUNDLED.get(series)
+    if carried is None:
+        known = ", ".join(["n1-*", *sorted(f"{s}-*" for s in BUNDLED)])
+        return "machineType", f"{machine_type} carries no GPU and takes none; use a GPU machine type ({known})"
+    if carried != gpu_type:
+        return "gpu.type", (f"{machine_type} carries {carried}, not {gpu_type}; set it to {carried} (or pick a "
+                            f"machine type that carries {gpu_type})")
+    count = BUNDLED_COUNT.get(machine_type) or (int(size[:-1]) if size.endswith("g") and size[:-1].isdigit() else None)
+    if count is None:
+        return "machineType", f"{machine_type} is not a {series} machine type GCE offers"
+    if count != per_node:
+        return "gpu.perNode", f"{per_node}, but {machine_type} carries {count} × {carried}; set it to {count}"
+    return None

@@ -29,6 +29,12 @@ def is_registry_host(host: str) -> bool:
     return bool(_HOST.match(host)) and ("." in host or ":" in host or host.split(":")[0] == "localhost")
 
 
+def upstream_host(host: str) -> str:
+    """The one name of an upstream registry: host names are case-blind, and Docker Hub has three."""
+    host = host.lower()
+    return DOCKER_HUB if host in _DOCKER_HUB_ALIASES else host
+
+
 def registry_host_problem(host: str) -> str | None:
     """Why `host` cannot key a mirror, or None when it can."""
     if "/" in host or not is_registry_host(host):

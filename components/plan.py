@@ -18,24 +18,35 @@ from __future__ import annotations
 
 import argparse
 import contextvars
+import difflib
 import heapq
 import json
 import os
 import runpy
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from components.mocks import Invented
-from components.plan_view.model import Plan
-from components.plan_view.unknowns import unknown_paths
+if TYPE_CHECKING:  # the mocks and the plan model load Pulumi: only a config that passes needs them
+    from components.plan_view.model import Plan
 
 __all__ = ["ROOT", "Plan", "PlanInputError", "main", "read_stack_config", "run", "stacks"]
 
 ROOT = Path(__file__).resolve().parent.parent
+STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
+"""The keys a Pulumi.<stack>.yaml holds (pulumi/automation/_stack_settings.py StackSettings; `environment`: ESC)."""
 MOCK_SECRET = "mock-secret-value"
+
+
+def __getattr__(name: str) -> Any:
+    """`Plan`, loaded on first use: a refused config never imports Pulumi."""
+    if name == "Plan":
+        from components.plan_view.model import Plan
+
+        return Plan
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def stacks(root: Path = ROOT) -> list[str]:
@@ -89,6 +100,11 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
     if document is not None and not isinstance(document, dict):
         raise PlanInputError(f"{path.name}: the file must be a mapping with a config: key, not a "
                              f"{type(document).__name__}")
+    for name in document or {}:
+        if name not in STACK_FILE_KEYS:
+            close = difflib.get_close_matches(str(name), STACK_FILE_KEYS, n=1)
+            raise PlanInputError(f"{path.name}: unknown key {name!r}"
+                                 f"{'; did you mean ' + repr(close[0]) + '?' if close else ''}")
     raw_config = (document or {}).get("config") or {}
     if not isinstance(raw_config, dict):
         raise PlanInputError(f"{path.name}: config: must map keys to values (key: value), not a "
@@ -127,7 +143,7 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
 
 def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:
     """Config as the engine hands it to a program: strings, structured values as JSON."""
-    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    return {k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()}
 
 
 def _order(registrations: list[Any]) -> list[Any]:
@@ -198,6 +214,9 @@ def run(
 ) -> Plan:
     """Plan a stack in a fresh Pulumi runtime state; raises ConfigError for invalid config."""
     config, secret_keys = read_stack_config(stack, overrides or [], root)
+    from components.config import check_stack_config  # refuse bad config before Pulumi and the program load
+
+    check_stack_config(config)
     return contextvars.Context().run(_run_in_fresh_context, stack, config, secret_keys, preview, mocks, root)
 
 
@@ -207,7 +226,9 @@ def _run_in_fresh_context(
     import pulumi
 
     from components import pulumi_internals as sdk
-    from components.mocks import GpushareMocks, RecordingMonitor
+    from components.mocks import GpushareMocks, Invented, RecordingMonitor
+    from components.plan_view.model import Plan
+    from components.plan_view.unknowns import unknown_paths
 
     mocks = mocks or GpushareMocks()
     invented = getattr(mocks, "invented", None) or Invented()

@@ -43,8 +43,8 @@ class LabFigure:
 
 LAB_FIGURES: dict[tuple[str, str, bool], LabFigure] = {
     ("g4-standard-48", "nvidia-rtx-pro-6000", True): LabFigure(
-        "lab 7's whole session on this shape cost under $2 of GPU time",
-        "seeds/lab07-hami-k3s.md, its cost section",
+        "the k3s lab this stack comes from cost under $2 of GPU time for its whole session on this shape",
+        "docs/stacks.md, the k3s stack's outputs",
     ),
 }
 """Keyed by (machine type, GPU type, Spot): the only figures the labs state."""

@@ -139,7 +139,7 @@ def reset_pending_outputs() -> None:
 def config_values(namespace: str) -> dict[str, str]:
     """Every config value of the stack under `namespace:`, as the engine passed them (strings, JSON)."""
     stored, passed = _named("pulumi.runtime.config", "CONFIG"), _named("pulumi.runtime.config", "get_config_env")
-    keys = set(stored.get()) | set(passed())
+    keys = sorted(set(stored.get()) | set(passed()))  # sorted: the same fault is reported first on every run
     read = _named("pulumi.runtime.config", "get_config")
     return {k: read(k) for k in keys if k.startswith(f"{namespace}:")}
 

@@ -15,7 +15,9 @@ def default_slice_mib(card_mib: int) -> int:
     """
     slice_mib = max(4000, _STEP_MIB * (card_mib // 12_000))
     if 2 * slice_mib >= card_mib:
-        slice_mib = _STEP_MIB * max(1, (card_mib // 3) // _STEP_MIB)
+        # A small card: a third of it, but never under 1100 MiB (a quota under 1 GiB cannot show a refusal beside
+        # a CUDA context, and KAI rounds to hundredths of the card), and never more than half.
+        slice_mib = min(card_mib // 2, max(1100, 100 * ((card_mib // 3) // 100)))
     return slice_mib
 
 
@@ -49,3 +51,35 @@ def kai_fraction(request_mib: int, card_mib: int) -> Decimal:
 def kai_visible_mib(request_mib: int, card_mib: int) -> int:
     """The MiB a Pod then sees and HAMi-core enforces: the fraction of the card, whole MiB (0.27 × 15360 → 4147)."""
     return math.floor(kai_fraction(request_mib, card_mib) * card_mib)
+
+
+HOLD_GIB = 3.0
+EXTRA_GIB = 2.0
+SWEEP_GIB = (2, 3, 3.8, 4.0, 4.5, 6)
+"""The proof's usual numbers, sized to a 4000 MiB slice; the defaults below follow the limit where they would not."""
+
+
+def default_hold_gib(limit_mib: int | None) -> float:
+    """3 GiB, or half the limit where 3 GiB would not fit under it (in 1/1024 GiB steps, so whole MiB).
+
+    None: nothing limits memory (time-sharing), so the usual numbers stand.
+    """
+    return HOLD_GIB if limit_mib is None or limit_mib > HOLD_GIB * 1024 else (limit_mib // 2) / 1024
+
+
+def default_extra_gib(limit_mib: int | None, hold_mib: int) -> float:
+    """The extra ask on top of the hold: at least half a GiB past the limit, in whole GiB (2 under a 4000 MiB one).
+
+    8000 MiB limit, 3 GiB hold → 6; 7680 (MPS on a T4) → 5; 3993 (KAI's view of 4000 on a T4) → 2.
+    """
+    if limit_mib is None:
+        return EXTRA_GIB
+    return float(max(1, math.ceil((limit_mib - hold_mib) / 1024 + 0.5)))
+
+
+def default_sweep_gib(limit_mib: int | None) -> tuple[float, ...]:
+    """The usual sizes, and where none passes the limit, the next two whole GiB that do (8000 MiB → …, 8, 10)."""
+    if limit_mib is None or any(size * 1024 > limit_mib for size in SWEEP_GIB):
+        return tuple(float(s) for s in SWEEP_GIB)
+    first = limit_mib // 1024 + 1
+    return (*(float(s) for s in SWEEP_GIB), float(first), float(first + 2))

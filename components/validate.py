@@ -8,6 +8,8 @@ Kubernetes names (apimachinery `validation.IsDNS1123Label`/`IsDNS1123Subdomain`/
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import math
 import re
@@ -131,7 +133,54 @@ def registry(value: str) -> str:
         raise ValueError(f"{value!r} has a scheme; give the host and path only, such as harbor.example.com/mirror")
     if not _REGISTRY.match(value.rstrip("/")):
         raise ValueError(f"{value!r} is not a registry; give host[:port][/path] such as harbor.example.com/mirror")
+    problem = registry_port_problem(value.split("/")[0])
+    if problem:
+        raise ValueError(problem)
     return value
+
+
+def registry_port_problem(host: str) -> str | None:
+    """Why the port of `host[:port]` is no TCP port, or None (no port, or one from 1 to 65535)."""
+    _, colon, port = host.rpartition(":")
+    if colon and port.isdigit() and not 1 <= int(port) <= 65535:
+        return f"port {port} of {host} is not a TCP port; give one from 1 to 65535"
+    return None
+
+
+def chart_repository(value: str) -> str:
+    """`oci://host[:port]/path` or an http(s) Helm repository: no tag, no credentials, a real port."""
+    from urllib.parse import urlsplit  # here: only a chart source needs it
+
+    example = "oci://harbor.example.com/charts"
+    if any(c.isspace() for c in value) or not value.startswith(("oci://", "https://", "http://")):
+        raise ValueError(f"{value!r} is neither oci://host/path nor an https:// Helm repository; write it as {example}")
+    try:
+        url = urlsplit(value)
+        port = url.port
+    except ValueError:
+        raise ValueError(f"{value!r} has a port outside 1-65535 or a malformed host; write it as {example}") from None
+    if url.username is not None or url.password is not None:
+        raise ValueError("carries credentials in the URL, which would sit in plain config and in Helm's release "
+                         "history; drop them and log in first (`helm registry login <host>` for oci://, "
+                         "`helm repo add --username` for https://)")
+    if not url.hostname or not (_HOSTNAME.match(url.hostname) or _is_ip(url.hostname)):
+        raise ValueError(f"{value!r} names no registry host; write it as {example}")
+    if port == 0:
+        raise ValueError(f"{value!r} has port 0; give a port from 1 to 65535 or none")
+    if url.scheme == "oci" and (":" in url.path or "@" in url.path):
+        raise ValueError(f"{value!r} carries a tag or digest; the version is the pinned one: write the repository "
+                         f"alone, such as {example}")
+    if url.query or url.fragment:
+        raise ValueError(f"{value!r} has a query or fragment; write the repository alone, such as {example}")
+    return value
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def linux_user(value: str) -> str:
@@ -160,10 +209,36 @@ def ssh_host_key(value: str) -> str:
     fields = value.split()
     if fields and fields[0] not in SSH_KEY_TYPES:
         fields = fields[1:]  # `ssh-keyscan HOST` puts the host first
-    if len(fields) < 2 or fields[0] not in SSH_KEY_TYPES or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", fields[1]):
-        raise ValueError(f"{value[:40]!r} is not an SSH host key; give one line of `ssh-keyscan -t ed25519 <address>`, "
-                         "such as 'ssh-ed25519 AAAAC3Nza…'")
+    if len(fields) < 2 or fields[0] not in SSH_KEY_TYPES or ssh_key_problem(fields[0], fields[1]):
+        problem = ssh_key_problem(fields[0], fields[1]) if len(fields) >= 2 and fields[0] in SSH_KEY_TYPES else ""
+        raise ValueError(f"not an SSH host key{' (' + problem + ')' if problem else ''}; give one line of "
+                         "`ssh-keyscan -t ed25519 <address>`, such as 'ssh-ed25519 AAAAC3Nza…'")
     return f"{fields[0]} {fields[1]}"
+
+
+_SSH_KEY_LENGTH = {"ssh-ed25519": (32,), "ecdsa-sha2-nistp256": (65,), "ecdsa-sha2-nistp384": (97,),
+                   "ecdsa-sha2-nistp521": (133,)}
+"""Bytes of the last field of each key type's blob: an Ed25519 point, an uncompressed EC point (RFC 5656 §3.1)."""
+
+
+def ssh_key_problem(kind: str, text: str) -> str:
+    """Why `text` is not a `kind` public key blob (RFC 4253 §6.6: length-prefixed type name, then the key), or ''."""
+    try:
+        blob = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return "the key is not base64"
+    parts: list[bytes] = []
+    while blob:
+        if len(blob) < 4 or len(blob) < 4 + int.from_bytes(blob[:4], "big"):
+            return "the key is cut short"
+        size = int.from_bytes(blob[:4], "big")
+        parts.append(blob[4:4 + size])
+        blob = blob[4 + size:]
+    if not parts or parts[0] != kind.encode():
+        return f"the key inside is not {kind}"
+    if kind == "ssh-rsa":
+        return "" if len(parts) == 3 and len(parts[2].lstrip(b"\0")) * 8 >= 1024 else "not a whole RSA key"
+    return "" if len(parts[-1]) in _SSH_KEY_LENGTH[kind] else f"the {kind} key has the wrong length"
 
 
 def absolute_path(value: str) -> str:

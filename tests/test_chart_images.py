@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from components.chart_images import (
 from components.images import Mirrors
 from components.versions import kubernetes_release
 from tests.conftest import STACKS
-from tests.golden.regenerate import MIRROR_HOST, MIRRORED, chart_sources, variants
+from tests.golden.regenerate import MIRROR_HOST, MIRROR_PROJECTS, chart_sources, variants
 from tests.helpers.helm_values import image_maps, load_reference
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -101,8 +100,7 @@ def _mirrored_plan(plan_stack, stack: str) -> Any:
 
 
 def _mirrors() -> Mirrors:
-    (raw,) = MIRRORED
-    return Mirrors(by_host=json.loads(raw.partition("=")[2]))
+    return Mirrors(by_host={host: f"{MIRROR_HOST}/{project}" for host, project in MIRROR_PROJECTS.items()})
 
 
 def _server_version(stack: str) -> str | None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from components.compose.kubeconfig import check_kubeconfig, read_kubeconfig
 from components.config import ConfigError
+from components.config.kubeconfig import check_kubeconfig, read_kubeconfig
 from components.mocks import MOCK_KUBECONFIG, GpushareMocks
 
 PROVIDER = "pulumi:providers:kubernetes"

@@ -6,6 +6,7 @@ must still plan. `{tmp}` in a value is a scratch folder holding a binary file an
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,6 +18,8 @@ from tests.conftest import ROOT
 HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
         "gpushare:host.privateKey=placeholder")  # fmt: skip
 KUBECONFIG_TEXT = "gpushare:cluster.kubeconfigPath=null"
+ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEhvc3RIb3N0SG9zdEhvc3RIb3N0SG9zdEhvc3RIb3N0"
+"""A well-formed Ed25519 public key (its 32 bytes spell HostHost…)."""
 
 
 class Bad(NamedTuple):
@@ -290,6 +293,120 @@ BAD = [
     bad("gke", "novalue", key="novalue"),
     bad("gke", "gpushare:verify.sliceMiB.x=1", key="gpushare:verify.sliceMiB.x"),
     bad("nostack", key="Pulumi.nostack.yaml"),
+    # --- what GCE would refuse at `up`: the card on the machine type (components/gpus.py's table) ------------
+    bad("gke", "gpushare:gpu.type=nvidia-l4", key="gpushare:gke.machineType"),
+    bad("gke", "gpushare:gke.machineType=g2-standard-4", key="gpushare:gpu.type"),
+    bad("gke", "gpushare:gke.machineType=e2-standard-4", key="gpushare:gke.machineType"),
+    bad("gke", "gpushare:gke.machineType=a2-highgpu-4g", "gpushare:gpu.type=nvidia-tesla-a100",
+        key="gpushare:gpu.perNode"),
+    bad("gke", "gpushare:gke.machineType=g2-standard-7", "gpushare:gpu.type=nvidia-l4", key="gpushare:gke.machineType"),
+    bad("gke", "gpushare:gpu.type=nvidia-rtx-a6000", key="gpushare:gpu.type"),
+    bad("k3s", "gpushare:vm.machineType=g2-standard-8", key="gpushare:gpu.type"),
+    bad("k3s", "gpushare:vm.machineType=n1-standard-8", key="gpushare:vm.machineType"),
+    bad("k3s", "gpushare:vm.machineType=g4-standard-96", key="gpushare:vm.machineType"),
+    bad("k3s", "gpushare:vm.machineType=c3-standard-8", key="gpushare:vm.machineType"),
+    # --- namespaces: the cluster's own are never the stack's, and one is never created twice -----------------
+    bad("gke", "gpushare:verify.namespace=kube-system", key="gpushare:verify.namespace"),
+    bad("gke", "gpushare:verify.namespace=default", key="gpushare:verify.namespace"),
+    bad("gke", "gpushare:verify.namespace=kube-public", key="gpushare:verify.namespace"),
+    bad("k3s", "gpushare:verify.namespace=kube-node-lease", key="gpushare:verify.namespace"),
+    bad("gke", "gpushare:isolator.namespace=kai-scheduler", key="gpushare:isolator.namespace"),
+    bad("gke", "gpushare:verify.namespace=kyverno", key="gpushare:verify.namespace"),
+    bad("gke", "gpushare:gkeCdi.kyvernoNamespace=kai-resource-isolator", key="gpushare:gkeCdi.kyvernoNamespace"),
+    bad("k3s", "gpushare:hami.namespace=gpushare-proof", key="gpushare:verify.namespace"),
+    bad("cluster", "gpushare:hami.namespace=gpu-operator", key="gpushare:gpuOperator.namespace"),
+    # --- what YAML turns into another type ----------------------------------------------------------------
+    bad("gke", "gpushare:verify.runId=2026-01-01", key="gpushare:verify.runId"),
+    bad("gke", "gpushare:verify.runId=2026-01-01T10:00:00Z", key="gpushare:verify.runId"),
+    bad("gke", "gpushare:verify.podPrefix=2026-01-01", key="gpushare:verify.podPrefix"),
+    bad("gke", "gpushare:verify.runId=!!binary cnVuLTE=", key="gpushare:verify.runId"),
+    bad("gke", "gpushare:kai.queue=!!binary cnVuLTE=", key="gpushare:kai.queue"),
+    bad("k3s", "gpushare:hami.version=2.9", key="gpushare:hami.version"),
+    bad("k3s", "gpushare:k3s.version=1.36", key="gpushare:k3s.version"),
+    bad("cluster", "gpushare:cluster.kubernetesVersion=1.35", key="gpushare:cluster.kubernetesVersion"),
+    bad("gke", "gpushare:gke.kubernetesVersion=1.35", key="gpushare:gke.kubernetesVersion"),
+    bad("gke", "gpushare:gke.zone=2026-01-01", key="gpushare:gke.zone"),
+    bad("gke", "gpushare:verify.probeImage=3.12", key="gpushare:verify.probeImage"),
+    bad("gke", "gpushare:gke.machineHourlyUsd=true", key="gpushare:gke.machineHourlyUsd"),
+    bad("gke", "gpushare:gke.gpuHourlyUsd=false", key="gpushare:gke.gpuHourlyUsd"),
+    bad("k3s", "gpushare:vm.machineHourlyUsd=true", key="gpushare:vm.machineHourlyUsd"),
+    bad("k3s", "gpushare:vm.bootDiskGiB=true", key="gpushare:vm.bootDiskGiB"),
+    bad("k3s", *HOST, "gpushare:host.port=true", key="gpushare:host.port"),
+    bad("gke", "gpushare:gkeSharing.maxSharedClientsPerGpu=true", "gpushare:sharing=mps",
+        "gpushare:kai=null", "gpushare:isolator=null", "gpushare:gkeCdi=null",
+        key="gpushare:gkeSharing.maxSharedClientsPerGpu"),
+    bad("cluster", "gpushare:cluster.gpuNodes=[1, 2]", key="gpushare:cluster.gpuNodes[0]"),
+    bad("k3s", "gpushare:hami.nodeLabel={gpu: true}", key='gpushare:hami.nodeLabel["gpu"]'),
+    bad("k3s", "gpushare:vm.allowedSourceRanges=[2001]", key="gpushare:vm.allowedSourceRanges[0]"),
+    # --- paths as `pulumi config set --path` takes them -------------------------------------------------------
+    bad("gke", "gpushare:verify.sweepGiB=[0, 8]", key="gpushare:verify.sweepGiB[0]"),
+    bad("gke", "gpushare:verify.sweepGiB=[8, lots]", key="gpushare:verify.sweepGiB[1]"),
+    bad("gke", "gpushare:registryMirrors={docker.io: 5}", key='gpushare:registryMirrors["docker.io"]'),
+    # --- registry mirrors and chart sources: one upstream, one used, a real port, no credentials ------------
+    bad("gke", "gpushare:registryMirrors={docker.io: harbor.example.com/a, index.docker.io: harbor.example.com/b}",
+        key='gpushare:registryMirrors["index.docker.io"]'),
+    bad("gke", "gpushare:registryMirrors={Docker.IO: harbor.example.com/a, registry-1.docker.io: harbor.example.com/b}",
+        key='gpushare:registryMirrors["registry-1.docker.io"]'),
+    bad("gke", "gpushare:registryMirrors={ncvr.io: harbor.example.com/nvcr}",
+        key='gpushare:registryMirrors["ncvr.io"]'),
+    bad("gke", "gpushare:sharing=mps", "gpushare:kai=null", "gpushare:isolator=null", "gpushare:gkeCdi=null",
+        "gpushare:registryMirrors={nvcr.io: harbor.example.com/nvcr}", key='gpushare:registryMirrors["nvcr.io"]'),
+    bad("gke", "gpushare:registryMirrors={'docker.io:99999': harbor.example.com/a}",
+        key='gpushare:registryMirrors["docker.io:99999"]'),
+    bad("gke", "gpushare:registryMirrors={docker.io: 'harbor.example.com:99999/a'}",
+        key='gpushare:registryMirrors["docker.io"]'),
+    bad("gke", "gpushare:imageRegistry=harbor.example.com:99999/mirror", key="gpushare:imageRegistry"),
+    bad("gke", "gpushare:chartSources.kai.repository=oci://", key="gpushare:chartSources.kai.repository"),
+    bad("gke", "gpushare:chartSources.kai.repository=oci://harbor.example.com/charts:v0.17.0",
+        key="gpushare:chartSources.kai.repository"),
+    bad("gke", "gpushare:chartSources.kai.repository=oci://harbor.example.com/charts@sha256:" + "a" * 64,
+        key="gpushare:chartSources.kai.repository"),
+    bad("gke", "gpushare:chartSources.kai.repository='https://robot:s3cret@charts.example.com'",
+        key="gpushare:chartSources.kai.repository"),
+    bad("gke", "gpushare:chartSources.kai.repository='oci://robot@harbor.example.com/charts'",
+        key="gpushare:chartSources.kai.repository"),
+    bad("gke", "gpushare:chartSources.kai.repository=oci://harbor.example.com:99999/charts",
+        key="gpushare:chartSources.kai.repository"),
+    bad("gke", "gpushare:chartSources.kai.repository=https://charts.example.com?x=1",
+        key="gpushare:chartSources.kai.repository"),
+    bad("gke", "gpushare:gkeCdi.kyverno=false", "gpushare:chartSources.kyverno.repository=oci://harbor.example.com/c",
+        key="gpushare:chartSources.kyverno"),
+    bad("gke", "gpushare:sharing=mps", "gpushare:kai=null", "gpushare:isolator=null", "gpushare:gkeCdi=null",
+        "gpushare:chartSources.kai.repository=oci://harbor.example.com/c", key="gpushare:chartSources.kai"),
+    bad("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null",
+        "gpushare:chartSources.gpuOperator.repository=oci://harbor.example.com/c",
+        key="gpushare:chartSources.gpuOperator"),
+    bad("cluster", 'gpushare:chartSources.hami.path=""', key="gpushare:chartSources.hami.path"),
+    # --- kubeconfig files -------------------------------------------------------------------------------------
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-maps.yaml", key="gpushare:cluster.kubeconfigPath"),
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-lost-current.yaml", key="gpushare:cluster.context"),
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-no-server.yaml", key="gpushare:cluster.kubeconfigPath"),
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-lost-cluster.yaml",
+        key="gpushare:cluster.kubeconfigPath"),
+    bad("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-maps.yaml", "gpushare:cluster.context=a",
+        key="gpushare:cluster.kubeconfigPath"),
+    # --- secrets and host keys ----------------------------------------------------------------------------
+    bad("k3s", *HOST, 'gpushare:host.privateKey=""', key="gpushare:host.privateKey"),
+    bad("k3s", *HOST, "gpushare:host.privateKey='   '", key="gpushare:host.privateKey"),
+    bad("k3s", *HOST, "gpushare:host.privateKey=[s3cr3t]", key="gpushare:host.privateKey"),
+    bad("k3s", *HOST, "gpushare:host.hostKey=ssh-ed25519 AAAA", key="gpushare:host.hostKey"),
+    bad("k3s", *HOST, "gpushare:host.hostKey=ssh-ed25519 QUJD", key="gpushare:host.hostKey"),
+    bad("k3s", *HOST, "gpushare:host.hostKey=ssh-rsa " + ED25519[12:], key="gpushare:host.hostKey"),
+    bad("k3s", *HOST, "gpushare:host.hostKey=ssh-dss AAAAB3NzaC1kc3M=", key="gpushare:host.hostKey"),
+    bad("k3s", "gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
+        key="gpushare:host.privateKey"),
+    # --- misspelt names -------------------------------------------------------------------------------------
+    bad("gke", "gpushare:verifiy.sliceMiB=4000", key="gpushare:verifiy"),
+    bad("gke", "gpushare:platfrom=gke", "gpushare:platform=null", key="gpushare:platfrom"),
+    bad("gke", "gpushre:platform=gke", key="gpushre:platform"),
+    bad("gke", "gpushare:registrymirrors={docker.io: harbor.example.com/a}", key="gpushare:registrymirrors"),
+    bad("gke", "gpushare:verify.slice_mib=4000", key="gpushare:verify.slice_mib"),
+    # --- numbers the proof cannot use -----------------------------------------------------------------------
+    bad("gke", "gpushare:verify.sliceMiB=1", key="gpushare:verify.sliceMiB"),
+    bad("gke", "gpushare:verify.sliceMiB=500", key="gpushare:verify.sliceMiB"),
+    bad("gke", "gpushare:gpu.memoryMiB=1500", "gpushare:verify.sliceMiB=null", key="gpushare:gpu.memoryMiB"),
+    bad("gke", "gpushare:sharing=mps", "gpushare:kai=null", "gpushare:isolator=null", "gpushare:gkeCdi=null",
+        "gpushare:verify.sliceMiB=null", "gpushare:verify.extraGiB=1", key="gpushare:verify.extraGiB"),
 ]  # fmt: skip
 
 GOOD = [
@@ -325,6 +442,24 @@ GOOD = [
     ("cluster", "gpushare:hami.nodeLabel={example.com/gpu-pool: shared}"),
     ("gke", "gpushare:chartSources.kai.path={tmp}/kai-chart"),
     ("gke", "gpushare:registryMirrors={docker.io: harbor.example.com/dockerhub}"),
+    ("gke", "gpushare:registryMirrors={Docker.IO: harbor.example.com/dockerhub}"),
+    ("gke", "gpushare:registryMirrors={index.docker.io: 'harbor.example.com:8443/dockerhub'}"),
+    ("gke", "gpushare:gke.machineType=g2-standard-24", "gpushare:gpu.type=nvidia-l4", "gpushare:gpu.perNode=2"),
+    ("gke", "gpushare:gke.machineType=a2-highgpu-1g", "gpushare:gpu.type=nvidia-tesla-a100"),
+    ("gke", "gpushare:gke.machineType=n1-standard-8", "gpushare:gpu.type=nvidia-tesla-v100",
+     "gpushare:gpu.memoryMiB=16384"),
+    ("k3s", "gpushare:vm.machineType=g2-standard-8", "gpushare:gpu.type=nvidia-l4", "gpushare:verify.sliceMiB=null",
+     "gpushare:verify.extraGiB=null", "gpushare:verify.sweepGiB=null"),
+    ("k3s", "gpushare:vm.machineType=n1-standard-8", "gpushare:gpu.type=nvidia-tesla-t4",
+     "gpushare:verify.sliceMiB=null", "gpushare:verify.extraGiB=null", "gpushare:verify.sweepGiB=null"),
+    ("gke", "gpushare:kai.namespace=kube-system", "gpushare:isolator.namespace=kube-system"),
+    ("k3s", "gpushare:verify.runId='2026-01-01'", "gpushare:hami.version='2.9.0'"),
+    ("k3s", "gpushare:verify.runId=7"),
+    ("k3s", *HOST, "gpushare:host.hostKey=192.0.2.50 " + ED25519),
+    ("gke", "gpushare:chartSources.kai.repository=oci://harbor.example.com:8443/charts"),
+    ("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-good.yaml", "gpushare:cluster.context=b"),
+    ("gke", "gpushare:verify.sliceMiB=1024", "gpushare:verify.holdGiB=null", "gpushare:verify.extraGiB=null"),
+    ("gke", "gpushare:gke.machineHourlyUsd=0.1", "gpushare:gke.gpuHourlyUsd=0"),
 ]  # fmt: skip
 
 
@@ -333,11 +468,29 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("inputs")
     (folder / "binary.bin").write_bytes(bytes(range(256)) * 4)
     (folder / "not-yaml.txt").write_text("clusters: [\n  - {name: a\n")
+    for name, text in KUBECONFIGS.items():
+        (folder / name).write_text(text)
     for name, content in (("broken-chart", b"name: [kai\n"), ("binary-chart", bytes(range(256))),
                           ("kai-chart", b"apiVersion: v2\nname: kai-scheduler\nversion: v0.17.0\n")):
         (folder / name).mkdir()
         (folder / name / "Chart.yaml").write_bytes(content)
     return folder
+
+
+def _kubeconfig(clusters: str, contexts: str, current: str) -> str:
+    return f"apiVersion: v1\nkind: Config\nclusters: {clusters}\ncontexts: {contexts}\ncurrent-context: {current}\n"
+
+
+_CLUSTER = "[{name: c, cluster: {server: 'https://203.0.113.10:6443'}}]"
+KUBECONFIGS = {
+    "kc-maps.yaml": _kubeconfig("{c: {server: 'https://203.0.113.10:6443'}}", "{a: {cluster: c}}", "a"),
+    "kc-lost-current.yaml": _kubeconfig(_CLUSTER, "[{name: a, context: {cluster: c}}]", "prod"),
+    "kc-no-server.yaml": _kubeconfig("[{name: c, cluster: {insecure-skip-tls-verify: true}}]",
+                                     "[{name: a, context: {cluster: c}}]", "a"),
+    "kc-lost-cluster.yaml": _kubeconfig(_CLUSTER, "[{name: a, context: {cluster: gone}}]", "a"),
+    "kc-good.yaml": _kubeconfig(_CLUSTER, "[{name: a, context: {cluster: c}}, {name: b, context: {cluster: c}}]", "a"),
+}
+"""Kubeconfig files as a user might hand them over: maps where lists belong, a lost context, no server."""
 
 
 def _argv(stack: str, overrides: tuple[str, ...], tmp: Path) -> list[str]:
@@ -362,6 +515,20 @@ def test_bad_input_is_refused_in_one_line_naming_the_key(row: Bad, scratch: Path
     assert len(lines) == 1, f"more than one line: {err[:500]}"
     assert lines[0].startswith("error: ") and row.key in lines[0], lines[0]
     assert "Traceback" not in err
+    assert_reads_as_ours(lines[0])
+
+
+STOCK = re.compile(r"Input should|Value error|validation error|\b[A-Z][A-Za-z]+(Config|Stack|Settings)\b|type=|"
+                   r"pydantic")
+"""pydantic's stock wording, or a class name."""
+
+
+def assert_reads_as_ours(line: str) -> None:
+    assert STOCK.search(line) is None, f"stock or class wording: {line}"
+    key = line.removeprefix("error: ").split(": ")[0]
+    assert not re.search(r"\.\d+(\.|$|\[)", key), f"a path `pulumi config set --path` cannot take: {key}"
+    assert "s3cr3t" not in line and "mock-secret-value" not in line, f"a secret quoted back: {line}"
+    assert "at most 0.00" not in line and "below 0.00" not in line, line
 
 
 @pytest.mark.parametrize("row", GOOD, ids=[" ".join(r)[:80] for r in GOOD])
@@ -372,6 +539,7 @@ def test_valid_edge_case_still_plans(row: tuple[str, ...], scratch: Path, capsys
 
 
 STACK_FILES = [
+    ("a misspelt config key", "configs:\n  gpushare:platform: gke\n", "'configs'; did you mean 'config'?"),
     ("invalid YAML", "config:\n  gpushare:platform: [gke\n", "Pulumi.broken.yaml"),
     ("config written as a list", "config:\n  - gpushare:platform: gke\n", "config:"),
     ("a file that is a list", "- config\n", "Pulumi.broken.yaml"),

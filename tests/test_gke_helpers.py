@@ -10,6 +10,7 @@ import yaml
 from components.gpu.gke_cdi import gpu_devices_policy, nvml_library_path_policy
 from components.gpu.kai import KaiSchedulerArgs, kai_values
 from components.gpu.kai_sharing import kai_proof
+from components.gpu.settings import KaiConfig
 from components.incluster.expectation import Monitor
 from components.platform.gke import kai_node_labels, newest_version
 from components.platform.kubeconfig import gke_kubeconfig
@@ -72,7 +73,7 @@ def test_kai_fraction_refuses_a_request_larger_than_the_card() -> None:
 
 
 def _kai_args(delete_kept_queues: bool) -> KaiSchedulerArgs:
-    return KaiSchedulerArgs("v0.17.0", "kai-scheduler", "true", "q", "pq", delete_kept_queues)
+    return KaiSchedulerArgs(KaiConfig(queue="q", parent_queue="pq", delete_kept_queues=delete_kept_queues))
 
 
 def test_kai_values_leave_queues_to_the_stack_when_it_deletes_them() -> None:

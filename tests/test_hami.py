@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.config import parse
+from components.config import HamiConfig, parse
 from components.gpu import hami
 from components.gpu.chart import release_values
 from components.images import Mirrors
@@ -42,8 +42,11 @@ pulumi.export("outputs", dict(sharing.outputs))
 
 
 def _args(version: str, **changes: Any) -> hami.HamiArgs:
-    base = {"version": version, "namespace": "hami-system", "scheduler_image_tag": "v1.35.6"}
-    return hami.HamiArgs(**{**base, **changes})
+    """HamiArgs with its section: keys of HamiConfig go into the section, the rest onto the args."""
+    own = set(HamiConfig.model_fields) - {"runtime_class_name"}  # the args carry the one the toolkit decided
+    section = {"version": version, "scheduler_image_tag": "v1.35.6", **{k: v for k, v in changes.items() if k in own}}
+    rest = {k: v for k, v in changes.items() if k not in own}
+    return hami.HamiArgs(settings=HamiConfig(**section), **rest)
 
 
 def _mirrored_values(version: str, **changes: Any) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,10 +43,42 @@ def test_layer_imports_nothing_above_it(layer: str) -> None:
         assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
 
 
-def test_config_imports_only_the_ground_floor() -> None:
+SETTINGS = sorted(COMPONENTS.glob("*/settings.py"))
+"""The sections a component takes and config validates, one module per layer."""
+
+
+def test_config_imports_only_the_ground_floor_and_the_sections_beside_the_components() -> None:
     above = ("components.compose", "components.platform", "components.gpu", "components.verify")
-    wrong = {m for m in imported_modules(COMPONENTS / "config.py") for f in above if m == f or m.startswith(f + ".")}
-    assert not wrong
+    for path in sorted((COMPONENTS / "config").glob("*.py")):
+        wrong = {m for m in imported_modules(path) for f in above
+                 if (m == f or m.startswith(f + ".")) and not (m.endswith(".settings") or ".settings." in m)}
+        assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+def test_each_layer_declares_its_sections_beside_its_components() -> None:
+    assert [p.parent.name for p in SETTINGS] == ["contracts", "gpu", "platform", "verify"]
+
+
+@pytest.mark.parametrize("path", SETTINGS, ids=[p.parent.name for p in SETTINGS])
+def test_a_section_module_imports_no_pulumi_and_nothing_above_the_ground_floor(path: Path) -> None:
+    allowed = ("components.validate", "components.contracts.settings", "components.gke_sharing")
+    wrong = {m for m in imported_modules(path) if m.startswith(("pulumi", "components."))
+             and not m.startswith(allowed) and m != "components"}
+    assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+def test_a_refusal_loads_neither_pulumi_nor_the_composition_layer() -> None:
+    program = (
+        "import sys\n"
+        "from components.config import ConfigError, parse\n"
+        "try:\n"
+        "    parse({'gpushare:platform': 'gke', 'gpushare:verify': '{\"sliceMiB\": 0}'})\n"
+        "except ConfigError as err:\n"
+        "    print(err.key)\n"
+        "print(sorted(m for m in sys.modules if m == 'pulumi' or m.startswith(('pulumi.', 'components.compose'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["gpushare:verify.sliceMiB", "[]"]
 
 
 def test_no_component_asserts_what_config_already_guarantees() -> None:

@@ -41,9 +41,9 @@ def test_the_note_says_on_demand_or_spot_as_the_pool_is(spot: bool, said: str, n
 def test_the_only_lab_figure_is_lab_7s_session_on_its_own_shape() -> None:
     assert set(LAB_FIGURES) == {("g4-standard-48", "nvidia-rtx-pro-6000", True)}
     g4 = PoolShape("g4-standard-48", 1, "nvidia-rtx-pro-6000", 1, spot=True, gpu_in_machine_price=True)
-    assert "lab 7" in cost_note(g4, Prices(), price_keys="k", stop="s")
+    assert "the k3s lab this stack comes from" in cost_note(g4, Prices(), price_keys="k", stop="s")
     on_demand = PoolShape("g4-standard-48", 1, "nvidia-rtx-pro-6000", 1, spot=False, gpu_in_machine_price=True)
-    assert "lab 7" not in cost_note(on_demand, Prices(), price_keys="k", stop="s")
+    assert "the k3s lab this stack comes from" not in cost_note(on_demand, Prices(), price_keys="k", stop="s")
 
 
 def test_stack_cost_notes_follow_the_config(plan_stack) -> None:

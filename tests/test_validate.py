@@ -90,3 +90,51 @@ def test_labels_check_every_key_and_value() -> None:
 def test_cidrs_name_the_range_that_is_not_one() -> None:
     with pytest.raises(ValueError, match="'my-laptop' is not a CIDR"):
         validate.cidrs(["203.0.113.7/32", "my-laptop"])
+
+
+def _blob(kind: bytes, *fields: bytes) -> str:
+    """An SSH public key blob (RFC 4253 §6.6): each field length-prefixed."""
+    import base64
+
+    return base64.b64encode(b"".join(len(f).to_bytes(4, "big") + f for f in (kind, *fields))).decode()
+
+
+EC_POINT, EXPONENT, ZERO = b"\x04" + b"p" * 64, b"\x01\x00\x01", b"\x00"
+
+
+@pytest.mark.parametrize(
+    ("line", "ok"),
+    [("ssh-ed25519 " + _blob(b"ssh-ed25519", b"k" * 32), True),
+     ("203.0.113.9 ssh-ed25519 " + _blob(b"ssh-ed25519", b"k" * 32), True),
+     ("ecdsa-sha2-nistp256 " + _blob(b"ecdsa-sha2-nistp256", b"nistp256", EC_POINT), True),
+     ("ssh-rsa " + _blob(b"ssh-rsa", EXPONENT, ZERO + b"n" * 256), True),
+     ("ssh-ed25519 AAAA", False),  # 3 bytes
+     ("ssh-ed25519 " + _blob(b"ssh-ed25519", b"k" * 31), False),  # one byte short of a point
+     ("ssh-rsa " + _blob(b"ssh-ed25519", b"k" * 32), False),  # the type inside is another
+     ("ssh-rsa " + _blob(b"ssh-rsa", EXPONENT, b"n" * 64), False),  # a 512-bit modulus
+     ("ssh-ed25519 not*base64", False),
+     ("ssh-dss " + _blob(b"ssh-dss", b"x" * 40), False)],
+)  # fmt: skip
+def test_a_host_key_parses_as_a_public_key_of_its_type_and_length(line: str, ok: bool) -> None:
+    if ok:
+        assert validate.ssh_host_key(line) == " ".join(line.split()[-2:])
+    else:
+        with pytest.raises(ValueError, match="ssh-keyscan"):
+            validate.ssh_host_key(line)
+
+
+@pytest.mark.parametrize(
+    ("repository", "problem"),
+    [("oci://harbor.example.com/charts", None), ("https://charts.example.com", None),
+     ("oci://harbor.example.com:8443/charts", None), ("oci://", "names no registry host"),
+     ("oci://harbor.example.com/charts:v0.17.0", "carries a tag"), ("oci://h.example.com/c@sha256:abc", "digest"),
+     ("https://robot:s3cret@charts.example.com", "credentials"), ("oci://robot@harbor.example.com/c", "credentials"),
+     ("oci://harbor.example.com:99999/charts", "1-65535"), ("ftp://charts.example.com", "neither")],
+)  # fmt: skip
+def test_a_chart_repository_is_one_url_without_tag_credentials_or_a_port_past_65535(repository, problem) -> None:
+    if problem is None:
+        assert validate.chart_repository(repository) == repository
+    else:
+        with pytest.raises(ValueError, match=problem) as caught:
+            validate.chart_repository(repository)
+        assert "s3cret" not in str(caught.value)

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components import pricing, validate
-from components.compose.kubeconfig import check_kubeconfig, cluster_identity, read_kubeconfig
+from components.compose.kubeconfig import cluster_identity
 from components.config import GKE_NATIVE, ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
 from components.contracts.cluster import ClusterFacts, GpuFacts
 from components.contracts.errors import InputError
@@ -64,22 +64,17 @@ def gke_version(zone: str, version: str) -> str:
 
 
 def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
-    section, card = cfg.gke, GPU_MODELS.get(cfg.gpu.type)
+    card = GPU_MODELS.get(cfg.gpu.type)
     product = card.product if card else cfg.gpu.type
     sharing = None
     if cfg.sharing in GKE_NATIVE:
         sharing = gke.GpuSharingArgs(API_STRATEGY[cfg.sharing], cfg.gke_sharing.max_shared_clients_per_gpu)
     return gke.GkeClusterArgs(
-        cluster_name=section.cluster_name,
-        zone=section.zone,
-        kubernetes_version=gke_version(section.zone, section.kubernetes_version),
-        machine_type=section.machine_type,
-        node_count=section.node_count,
+        settings=cfg.gke,
+        kubernetes_version=gke_version(cfg.gke.zone, cfg.gke.kubernetes_version),
         gpu_type=cfg.gpu.type,
         gpus_per_node=cfg.gpu.per_node,
-        gpu_driver_version=section.gpu_driver_version,
         gpu_memory_mib=cfg.card_mib,
-        spot=section.spot,
         gpu_sharing=sharing,
         # KAI's labels only where KAI runs; under GKE's own sharing nothing reads them.
         node_labels=gke.kai_node_labels(product, cfg.card_mib, cfg.gpu.per_node) if cfg.sharing == "kai" else {},
@@ -121,7 +116,7 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
             "kubeconfig": cluster.kubeconfig,
             "clusterName": cluster.cluster.name,
             "nodePoolName": cluster.node_pool.name,
-            "gpuNodeCount": args.node_count,
+            "gpuNodeCount": cfg.gke.node_count,
             "costNote": gke_cost_note(cfg),
         },
         deleted_with=cluster.cluster,
@@ -131,18 +126,11 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
 def bootstrap_args(
     cfg: K3sVmStack | ExistingHostStack, host: pulumi.Input[str], user: str, private_key: pulumi.Input[str]
 ) -> K3sBootstrapArgs:
-    """The bootstrap of a one-node k3s cluster at `host`, from the k3s and HAMi sections."""
-    return K3sBootstrapArgs(
-        host=host,
-        user=user,
-        private_key=private_key,
-        k3s_version=cfg.k3s.version,
-        node_name=cfg.k3s.node_name,
-        node_label=dict(cfg.hami.node_label),
-        install_driver=cfg.k3s.install_driver,
-        driver_package=cfg.k3s.driver_package,
-        refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env,
-    )
+    """The bootstrap of a one-node k3s cluster at `host`: the k3s section, the label HAMi selects nodes by, and
+    the guard's toolkit switch."""
+    return K3sBootstrapArgs(settings=cfg.k3s, host=host, user=user, private_key=private_key,
+                            node_label=dict(cfg.hami.node_label),
+                            refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env)
 
 
 def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
@@ -150,17 +138,10 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
     section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
     refuse_documentation_addresses("gpushare:vm.allowedSourceRanges", list(section.allowed_source_ranges))
     vm = k3s_vm.GpuVm("k3s-vm", k3s_vm.GpuVmArgs(
-        zone=section.zone,
-        machine_type=section.machine_type,
+        settings=section,
         gpu_type=cfg.gpu.type,
         attach_accelerator=not (card and card.bundled_with_machine),
-        spot=section.spot,
-        boot_disk_gib=section.boot_disk_gib,
-        image=section.image,
-        network=section.network,
-        allowed_source_ranges=section.allowed_source_ranges,
         network_tag=k3s_vm.network_tag(pulumi.get_project(), pulumi.get_stack()),
-        ssh_user=section.ssh_user,
     ))
     args = dataclasses.replace(
         bootstrap_args(cfg, vm.external_ip, vm.ssh_user, vm.private_key),
@@ -215,22 +196,12 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
 
 def existing_platform(cfg: ExistingStack) -> ClusterFacts:
     """A provider onto the cluster the kubeconfig reaches, and the labels its GPU nodes need."""
-    section = cfg.cluster
-    if section.kubeconfig is not None:
-        text, key = section.kubeconfig.get_secret_value(), "gpushare:cluster.kubeconfig"
-    else:
-        # The config model insists on exactly one of the two.
-        text, key = read_kubeconfig(section.kubeconfig_path or ""), "gpushare:cluster.kubeconfigPath"
-    check_kubeconfig(text, section.context, key)
+    text, _ = cfg.kubeconfig_text()  # config checked it before anything loaded
     cluster = ExistingCluster(
         "cluster",
-        ExistingClusterArgs(
-            kubeconfig=pulumi.Output.secret(text),
-            context=section.context,
-            gpu_nodes=list(section.gpu_nodes),
-            node_labels=dict(cfg.hami.node_label),
-            cluster_identifier=cluster_identity(text, section.context),
-        ),
+        ExistingClusterArgs(settings=cfg.cluster, kubeconfig=pulumi.Output.secret(text),
+                            node_labels=dict(cfg.hami.node_label),
+                            cluster_identifier=cluster_identity(text, cfg.cluster.context)),
     )
     return ClusterFacts(
         provider=cluster.provider,

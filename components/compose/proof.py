@@ -67,13 +67,13 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         limit_bytes=proof.limit_bytes,
         limit_env=dict(proof.limit_env),
         preload_library=proof.preload_library,
-        hold_mib=round(v.hold_gib * 1024),
-        extra_mib=round(v.extra_gib * 1024),
+        hold_mib=round(cfg.hold_gib * 1024),
+        extra_mib=round(cfg.extra_gib * 1024),
         deadline_seconds=v.deadline_seconds,
         cores_percent=cores,
         # Only A measures compute (workloads.container_command): B's baseline would share A's SMs.
         compute_pods=pods[:1] if cores is not None else (),
-        sweep_gib=tuple(v.sweep_gib),
+        sweep_gib=cfg.sweep_gib,
         overcommit_pod=OVERCOMMIT_POD if proof.overcommit_request is not None else None,
         overcommit_mib=proof.overcommit_mib if proof.overcommit_request is not None else None,
         overcommit_slots=proof.overcommit_slots if proof.overcommit_request is not None else None,
@@ -94,8 +94,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
     expect = expectations(cfg, contract)
     return ProofArgs(
         provider=cluster.provider,
-        namespace=v.namespace,
-        pod_prefix=v.pod_prefix,
+        settings=v,
         proof=contract,
         expect=expect,
         # What the probes do is what the checks expect: the same hold, extra, sweep and compute share.
@@ -112,9 +111,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
         image=mirrored(v.probe_image, cfg.mirrors),
         # The whole-GPU precondition Pod runs only where nodes carry whole cards beside the slices.
         smi_image=mirrored(v.smi_image, cfg.mirrors) if whole_cards_beside_slices(cfg) else None,
-        fail_on_violation=v.fail_on_violation,
         ready=[*cluster.ready, *sharing.ready],
-        run_id=v.run_id,
         pod_tries=pod_tries(cfg, contract),
     )
 

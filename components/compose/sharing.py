@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import pulumi
 
-from components.compose.chart_source import chart_source
 from components.config import ExistingStack, GkeStack, K3sStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import SharingSetup, ToolkitFacts
@@ -37,53 +36,20 @@ def sharing(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> S
 
 
 def kai_scheduler_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> KaiSchedulerArgs:
-    kai = cfg.kai
-    return KaiSchedulerArgs(
-        version=kai.version,
-        namespace=kai.namespace,
-        cdi_enabled=kai.cdi_enabled,
-        queue=kai.queue,
-        parent_queue=kai.parent_queue,
-        delete_kept_queues=kai.delete_kept_queues,
-        ready=tuple(ready),
-        gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
-        mirrors=cfg.mirrors,
-        chart_source=chart_source(cfg.chart_sources.kai),
-    )
+    gate_image = mirrored(cfg.verify.probe_image, cfg.mirrors)
+    return KaiSchedulerArgs(settings=cfg.kai, ready=tuple(ready), gate_image=gate_image, mirrors=cfg.mirrors,
+                            chart_source=cfg.chart_sources.kai)
 
 
 def isolator_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> ResourceIsolatorArgs:
-    iso = cfg.isolator
-    return ResourceIsolatorArgs(
-        version=iso.version,
-        namespace=iso.namespace,
-        container_vgpu_mount=iso.container_vgpu_mount,
-        library_sync_priority_class=iso.library_sync_priority_class,
-        monitor_priority_class=iso.monitor_priority_class,
-        monitor_enabled=iso.monitor_enabled,
-        ready=tuple(ready),
-        mirrors=cfg.mirrors,
-        chart_source=chart_source(cfg.chart_sources.isolator),
-    )
+    return ResourceIsolatorArgs(settings=cfg.isolator, ready=tuple(ready), mirrors=cfg.mirrors,
+                                chart_source=cfg.chart_sources.isolator)
 
 
 def gke_cdi_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> GkeCdiWorkaroundsArgs:
-    w = cfg.gke_cdi
-    return GkeCdiWorkaroundsArgs(
-        nvidia_runtime_class=w.nvidia_runtime_class,
-        runtime_class_handler=w.runtime_class_handler,
-        kyverno=w.kyverno,
-        kyverno_version=w.kyverno_version,
-        kyverno_namespace=w.kyverno_namespace,
-        inject_nvml_library_path=w.inject_nvml_library_path,
-        inject_gpu_devices=w.inject_gpu_devices,
-        nvidia_install_dir=w.nvidia_install_dir,
-        reservation_namespace=KAI_RESERVATION_NAMESPACE,
-        gpus_per_node=cfg.gpu.per_node,
-        ready=tuple(ready),
-        mirrors=cfg.mirrors,
-        kyverno_source=chart_source(cfg.chart_sources.kyverno),
-    )
+    return GkeCdiWorkaroundsArgs(settings=cfg.gke_cdi, reservation_namespace=KAI_RESERVATION_NAMESPACE,
+                                 gpus_per_node=cfg.gpu.per_node, ready=tuple(ready), mirrors=cfg.mirrors,
+                                 kyverno_source=cfg.chart_sources.kyverno)
 
 
 def kai_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
@@ -120,22 +86,16 @@ def gke_native_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFac
 
 
 def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> HamiArgs:
-    hami = cfg.hami
     return HamiArgs(
-        version=hami.version,
-        namespace=hami.namespace,
+        settings=cfg.hami,
         # Unpinned, the chart takes the tag from the server; config's version names it in `images`.
-        scheduler_image_tag=hami.scheduler_image_tag,
         server_version=kubernetes_release(cfg.server_version),
         server_git_version=cfg.server_version,
         server_version_key=f"gpushare:{cfg.server_version_key}",
         gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
-        device_split_count=hami.device_split_count,
-        node_label=dict(hami.node_label),
-        runtime_class_name=runtime_class_for(toolkit.cdi_enabled, hami.runtime_class_name),
+        runtime_class_name=runtime_class_for(toolkit.cdi_enabled, cfg.hami.runtime_class_name),
         mirrors=cfg.mirrors,
-        chart_source=chart_source(cfg.chart_sources.hami),
-        timeout_seconds=hami.wait_timeout_seconds,
+        chart_source=cfg.chart_sources.hami,
         ready=[*cluster.ready, *toolkit.ready],
         # HAMi's device plugin passes its cards as mounts then (its getAllocateResponse, volume-mounts strategy).
         device_list_strategy="volume-mounts" if cfg.guard.refuse_unprivileged_env else None,
@@ -152,6 +112,6 @@ def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: 
         proof=proof,
         ready=[component.release],
         outputs={"hamiVersion": cfg.hami.version,
-                 "schedulerImageTag": args.scheduler_image_tag or args.server_version},
+                 "schedulerImageTag": cfg.hami.scheduler_image_tag or args.server_version},
         images=component.images,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from components.compose.chart_source import chart_source
 from components.config import ExistingStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import ToolkitFacts
@@ -13,19 +12,9 @@ NOTHING = {"host": "nothing: toolkit from the host", "gke-managed": "nothing: to
 
 
 def gpu_operator_args(cfg: ExistingStack, cluster: ClusterFacts) -> GpuOperatorArgs:
-    section = cfg.gpu_operator
-    return GpuOperatorArgs(
-        version=section.version,
-        namespace=section.namespace,
-        cdi_enabled=section.cdi_enabled,
-        driver_enabled=section.driver_enabled,
-        device_plugin_enabled=section.device_plugin_enabled,
-        mirrors=cfg.mirrors,
-        chart_source=chart_source(cfg.chart_sources.gpu_operator),
-        ready=cluster.ready,
-        gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
-        refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env,
-    )
+    return GpuOperatorArgs(settings=cfg.gpu_operator, mirrors=cfg.mirrors, chart_source=cfg.chart_sources.gpu_operator,
+                           ready=cluster.ready, gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
+                           refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env)
 
 
 def toolkit(cfg: StackConfig, cluster: ClusterFacts) -> ToolkitFacts:

@@ -14,20 +14,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.chart_images import chart_images, deep_merge, mirror_values, pulled
+from components.contracts.settings import SYSTEM_NAMESPACES
+from components.gpu.settings import ChartSourceConfig
 from components.images import Mirrors
 
-SHARED_NAMESPACES = frozenset({"kube-system", "default"})
+SHARED_NAMESPACES = SYSTEM_NAMESPACES
 """Namespaces the cluster owns: a release goes into them, but the stack never creates or deletes them."""
 
 
-@dataclass(frozen=True)
-class ChartSource:
-    """Where a chart comes from instead of its public repository: exactly one of the two."""
-
-    repository: str | None = None
-    """`oci://host/path` (the chart is `<repository>/<chart>`) or an `https://` Helm repository."""
-    path: str | None = None
-    """A local directory holding the unpacked chart."""
+ChartSource = ChartSourceConfig
+"""Where a chart comes from instead of its public repository: the config section itself."""
 
 
 @dataclass(frozen=True)

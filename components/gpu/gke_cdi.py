@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.kai import GPU_MEMORY_ANNOTATION
+from components.gpu.settings import GkeCdiConfig
 from components.images import Mirrors
 
 KYVERNO_REPO = "https://kyverno.github.io/kyverno/"
@@ -100,15 +101,8 @@ def gpu_devices_policy(nvidia_install_dir: str, gpus_per_node: int) -> dict[str,
 class GkeCdiWorkaroundsArgs:
     """Which workarounds to apply, and the facts they need."""
 
-    nvidia_runtime_class: bool
-    runtime_class_handler: str
-    kyverno: bool
-    """False: no Kyverno release; the policies below then need a Kyverno the cluster already runs."""
-    kyverno_version: str
-    kyverno_namespace: str
-    inject_nvml_library_path: bool
-    inject_gpu_devices: bool
-    nvidia_install_dir: str
+    settings: GkeCdiConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     reservation_namespace: str
     """Where KAI's binder creates its reservation Pods (`global.resourceReservation.namespace`)."""
     gpus_per_node: int
@@ -130,25 +124,25 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
     def __init__(self, name: str, args: GkeCdiWorkaroundsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:GkeCdiWorkarounds", name, None, opts)
         self.runtime_class = None
-        if args.nvidia_runtime_class:
+        if args.settings.nvidia_runtime_class:
             # Symptom: `RuntimeClass "nvidia" not found`. In KAI v0.17.0 it is KAI's admission that sets
             # runtimeClassName: nvidia on every gpu-memory Pod (not the reservation Pods); GKE's CDI has only runc.
             self.runtime_class = k8s.node.v1.RuntimeClass(
                 f"{name}-runtime-class",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name="nvidia"),
-                handler=args.runtime_class_handler,
+                handler=args.settings.runtime_class_handler,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.ready)),
             )
 
         self.kyverno_release = None
         self.images = []
         policy_after: list[pulumi.Resource] = list(args.ready)
-        if args.kyverno:
+        if args.settings.kyverno:
             spec = ChartRelease(
                 "kyverno",
                 "kyverno",
-                args.kyverno_version,
-                args.kyverno_namespace,
+                args.settings.kyverno_version,
+                args.settings.kyverno_namespace,
                 # The pre-delete hook removes Kyverno's webhooks, or they outlive it and block Pod admission.
                 values={"webhooksCleanup": {"enabled": True}},
                 repo=KYVERNO_REPO,
@@ -160,17 +154,17 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
             policy_after = [self.kyverno_release]
 
         self.policies = []
-        if args.inject_nvml_library_path:
+        if args.settings.inject_nvml_library_path:
             # Symptom: KAI's reservation Pods fail with `ERROR_LIBRARY_NOT_FOUND` (NVML is off the search path).
             self.policies.append(
                 self._policy(name, "nvml-library-path", NVML_POLICY,
                              nvml_library_path_policy(args.reservation_namespace), policy_after)
             )
-        if args.inject_gpu_devices:
+        if args.settings.inject_gpu_devices:
             # Symptom: sharing Pods see no `/dev/nvidia*`: GKE's device plugin never Allocate()s gpu-memory Pods.
             self.policies.append(
                 self._policy(name, "gpu-devices", DEVICES_POLICY,
-                             gpu_devices_policy(args.nvidia_install_dir, args.gpus_per_node), policy_after)
+                             gpu_devices_policy(args.settings.nvidia_install_dir, args.gpus_per_node), policy_after)
             )
 
         self.ready = [r for r in (self.runtime_class, *self.policies) if r is not None]
@@ -178,8 +172,8 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
             {
                 "runtimeClass": "nvidia" if self.runtime_class else None,
                 "kyvernoStatus": self.kyverno_release.status.status if self.kyverno_release else None,
-                "policies": [p for p, on in ((NVML_POLICY, args.inject_nvml_library_path),
-                                             (DEVICES_POLICY, args.inject_gpu_devices)) if on],
+                "policies": [p for p, on in ((NVML_POLICY, args.settings.inject_nvml_library_path),
+                                             (DEVICES_POLICY, args.settings.inject_gpu_devices)) if on],
             }
         )
 

@@ -6,7 +6,7 @@ since Helm ignores a misspelt key without a word.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from components.chart_images import Path, put
 from components.contracts.proof import CheckId, PodTry, SharingProof, SliceRequest
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
+from components.gpu.settings import HamiConfig
 from components.images import Mirrors
 from components.incluster.expectation import NodeRegistration
 
@@ -66,18 +67,14 @@ def runtime_class_for(cdi_enabled: bool, override: str | None = None) -> str | N
 class HamiArgs:
     """One HAMi release: chart version, where it goes, and what its scheduler and device plugin need."""
 
-    version: str
-    namespace: str
-    scheduler_image_tag: str | None = None
-    """A pinned kube-scheduler tag; None leaves it to the chart, which takes the server's own version."""
+    settings: HamiConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     server_version: str | None = None
     """The server's release as config knows it (`v1.36.2`): the tag the chart derives, listed in `images`."""
-    device_split_count: int = 10
-    node_label: Mapping[str, str] = field(default_factory=lambda: {"gpu": "on"})
     runtime_class_name: str | None = None
+    """The device plugin's RuntimeClass as the toolkit decides it (`runtime_class_for`), not as config left it."""
     mirrors: Mirrors = field(default_factory=Mirrors)
     chart_source: ChartSource | None = None
-    timeout_seconds: int = 300
     ready: Sequence[pulumi.Resource] = ()
     """What the release waits for (the platform, the toolkit, the node labels)."""
     server_git_version: str | None = None
@@ -93,16 +90,16 @@ class HamiArgs:
 
 
 def hami_values(args: HamiArgs) -> dict[str, Any]:
-    """The chart values for `args`, at the paths `args.version` reads."""
-    keys = CHART_KEYS[args.version]
+    """The chart values for `args`, at the paths `args.settings.version` reads."""
+    keys = CHART_KEYS[args.settings.version]
     values: dict[str, Any] = {}
     # Unset, the chart takes the tag from the server it is installed on (charts/hami/templates/_helpers.tpl,
     # `resolvedKubeSchedulerTag`), which is right even where config's version is not.
-    if args.scheduler_image_tag is not None:
-        put(values, keys.scheduler_tag, args.scheduler_image_tag)
-    put(values, keys.split_count, args.device_split_count)
+    if args.settings.scheduler_image_tag is not None:
+        put(values, keys.scheduler_tag, args.settings.scheduler_image_tag)
+    put(values, keys.split_count, args.settings.device_split_count)
     if keys.node_selector is not None:
-        put(values, keys.node_selector, dict(args.node_label))
+        put(values, keys.node_selector, dict(args.settings.node_label))
     if args.runtime_class_name is not None:
         put(values, keys.runtime_class, args.runtime_class_name)
     if args.device_list_strategy is not None:
@@ -133,9 +130,9 @@ def server_version_gate(args: HamiArgs) -> ReadyGateArgs:
 
 
 def hami_release(args: HamiArgs) -> ChartRelease:
-    return ChartRelease(CHART, CHART, args.version, args.namespace, hami_values(args), repo=REPO,
-                        timeout_seconds=args.timeout_seconds, source=args.chart_source, mirrors=args.mirrors,
-                        server_version=args.server_version)
+    return ChartRelease(CHART, CHART, args.settings.version, args.settings.namespace, hami_values(args), repo=REPO,
+                        timeout_seconds=args.settings.wait_timeout_seconds, source=args.chart_source,
+                        mirrors=args.mirrors, server_version=args.server_version)
 
 
 class Hami(pulumi.ComponentResource):
@@ -149,7 +146,7 @@ class Hami(pulumi.ComponentResource):
         spec = hami_release(args)
         after: list[pulumi.Resource] = list(args.ready)
         extra_images: set[str] = set()
-        if args.scheduler_image_tag is None and args.server_git_version is not None:
+        if args.settings.scheduler_image_tag is None and args.server_git_version is not None:
             # Unpinned, the chart takes the kube-scheduler tag from the live server (`resolvedKubeSchedulerTag`),
             # `images` from config: the gate fails, naming the key, where the two disagree.
             gate = ReadyGate(f"{name}-server-version", server_version_gate(args), pulumi.ResourceOptions(parent=self))
@@ -157,7 +154,7 @@ class Hami(pulumi.ComponentResource):
             extra_images.add(args.gate_image)
         self.release = install_chart(self, name, spec, after=after)
         self.images = sorted({*release_images(spec), *extra_images})
-        self.register_outputs({"version": args.version, "schedulerImageTag": args.scheduler_image_tag,
+        self.register_outputs({"version": args.settings.version, "schedulerImageTag": args.settings.scheduler_image_tag,
                                "status": self.release.status})
 
 

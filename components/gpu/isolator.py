@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
+from components.gpu.settings import IsolatorConfig
 from components.images import Mirrors
 from components.incluster.expectation import Monitor
 
@@ -25,13 +26,8 @@ PRELOAD_LIBRARY = "libvgpu.so"
 class ResourceIsolatorArgs:
     """The isolator's release: where HAMi-core lands on the node, PriorityClasses, the monitor."""
 
-    version: str
-    namespace: str
-    container_vgpu_mount: str
-    """The path the chart really reads for libsync, ld.so.preload, webhook injection and the monitor cache."""
-    library_sync_priority_class: str
-    monitor_priority_class: str
-    monitor_enabled: bool
+    settings: IsolatorConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
     mirrors: Mirrors = field(default_factory=Mirrors)
     chart_source: ChartSource | None = None
@@ -41,10 +37,11 @@ def isolator_values(args: ResourceIsolatorArgs) -> dict[str, Any]:
     """Helm values; `paths.hostInstallBase` is never set: the 1.1.0 templates do not read it."""
     return {
         # COS's root is read-only (libsync: `Read-only file system`); /home/kubernetes/bin is writable.
-        "paths": {"containerVgpuMount": args.container_vgpu_mount},
+        "paths": {"containerVgpuMount": args.settings.container_vgpu_mount},
         # Empty: GKE refuses system-node-critical Pods outside system namespaces.
-        "librarySync": {"priorityClassName": args.library_sync_priority_class},
-        "monitor": {"enabled": args.monitor_enabled, "priorityClassName": args.monitor_priority_class},
+        "librarySync": {"priorityClassName": args.settings.library_sync_priority_class},
+        "monitor": {"enabled": args.settings.monitor_enabled,
+                    "priorityClassName": args.settings.monitor_priority_class},
     }
 
 
@@ -59,21 +56,21 @@ class ResourceIsolator(pulumi.ComponentResource):
         super().__init__("gpushare:gpu:ResourceIsolator", name, None, opts)
         # helm --wait: both DaemonSets rolled out on every GPU node and the webhook Deployment Available,
         # so no sharing Pod is admitted before the webhook can inject HAMi-core.
-        spec = ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, isolator_values(args),
+        spec = ChartRelease(RELEASE_NAME, CHART, args.settings.version, args.settings.namespace, isolator_values(args),
                             source=args.chart_source, mirrors=args.mirrors)
         self.release = install_chart(self, name, spec, after=args.ready)
         self.images = release_images(spec)
         self.monitor = (
-            Monitor(namespace=args.namespace, label_selector=MONITOR_SELECTOR, port=MONITOR_PORT)
-            if args.monitor_enabled
+            Monitor(namespace=args.settings.namespace, label_selector=MONITOR_SELECTOR, port=MONITOR_PORT)
+            if args.settings.monitor_enabled
             else None
         )
         self.register_outputs(
             {
-                "namespace": args.namespace,
+                "namespace": args.settings.namespace,
                 "releaseStatus": self.release.status.status,
-                "vgpuMount": args.container_vgpu_mount,
-                "preload": f"{args.container_vgpu_mount}/{PRELOAD_LIBRARY}",
+                "vgpuMount": args.settings.container_vgpu_mount,
+                "preload": f"{args.settings.container_vgpu_mount}/{PRELOAD_LIBRARY}",
                 "monitorSelector": MONITOR_SELECTOR if self.monitor else None,
                 "monitorPort": MONITOR_PORT if self.monitor else None,
             }

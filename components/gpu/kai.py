@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
+from components.gpu.settings import KaiConfig
 from components.images import Mirrors
 
 CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
@@ -29,14 +30,8 @@ OPEN_QUEUE_RESOURCES = {r: {"quota": 0, "limit": -1, "overQuotaWeight": 1} for r
 class KaiSchedulerArgs:
     """KAI's release and the queue the proof Pods are labelled with."""
 
-    version: str
-    namespace: str
-    cdi_enabled: str
-    """`binder.plugins.gpusharing.arguments.cdiEnabled`, the string "true" or "false"."""
-    queue: str
-    parent_queue: str
-    delete_kept_queues: bool
-    """True: this stack owns the two queues (the chart creates none), so destroy deletes them."""
+    settings: KaiConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
     """What the release waits for (the GPU node pool)."""
     gate_image: str = "python:3.12-slim-bookworm"
@@ -53,14 +48,14 @@ def kai_values(args: KaiSchedulerArgs) -> dict[str, Any]:
             "plugins": {
                 "hamicore": {"enabled": True},
                 # A string: a boolean fails the kai-config hook with `cdiEnabled ... must be of type string`.
-                "gpusharing": {"arguments": {"cdiEnabled": args.cdi_enabled}},
+                "gpusharing": {"arguments": {"cdiEnabled": args.settings.cdi_enabled}},
             }
         },
         "defaultQueue": {
             # The chart's queues carry `helm.sh/resource-policy: keep` and outlive uninstall; ours do not.
-            "createDefaultQueue": not args.delete_kept_queues,
-            "parentName": args.parent_queue,
-            "childName": args.queue,
+            "createDefaultQueue": not args.settings.delete_kept_queues,
+            "parentName": args.settings.parent_queue,
+            "childName": args.settings.queue,
         },
     }
 
@@ -78,7 +73,7 @@ class KaiScheduler(pulumi.ComponentResource):
         super().__init__("gpushare:gpu:KaiScheduler", name, None, opts)
         # helm --wait covers the operator Deployment and the hook Job that applies kai-config;
         # the components the operator then creates are covered by kai-config's Ready below.
-        spec = ChartRelease(RELEASE_NAME, CHART, args.version, args.namespace, kai_values(args),
+        spec = ChartRelease(RELEASE_NAME, CHART, args.settings.version, args.settings.namespace, kai_values(args),
                             source=args.chart_source, mirrors=args.mirrors)
         self.release = install_chart(self, name, spec, after=args.ready)
         self.images = sorted({*release_images(spec), args.gate_image})
@@ -87,7 +82,7 @@ class KaiScheduler(pulumi.ComponentResource):
         self.config_ready = ReadyGate(
             f"{name}-config-ready",
             ReadyGateArgs(
-                namespace=args.namespace,
+                namespace=args.settings.namespace,
                 api_group=group,
                 version=version,
                 plural="configs",
@@ -100,13 +95,13 @@ class KaiScheduler(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.queues = []
-        if args.delete_kept_queues:
+        if args.settings.delete_kept_queues:
             # Created after kai-config is Ready: before that KAI's admission webhook rejects queues.
             parent = k8s.apiextensions.CustomResource(
                 f"{name}-parent-queue",
                 api_version=QUEUE_API_VERSION,
                 kind="Queue",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.parent_queue),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.settings.parent_queue),
                 spec={"resources": OPEN_QUEUE_RESOURCES},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.config_ready.job]),
             )
@@ -114,8 +109,8 @@ class KaiScheduler(pulumi.ComponentResource):
                 f"{name}-queue",
                 api_version=QUEUE_API_VERSION,
                 kind="Queue",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.queue),
-                spec={"parentQueue": args.parent_queue, "resources": OPEN_QUEUE_RESOURCES},
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.settings.queue),
+                spec={"parentQueue": args.settings.parent_queue, "resources": OPEN_QUEUE_RESOURCES},
                 # The child names its parent: created after it, deleted before it, never an orphan in between.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[parent]),
             )
@@ -123,10 +118,10 @@ class KaiScheduler(pulumi.ComponentResource):
         self.ready = [self.config_ready.job, *self.queues]
         self.register_outputs(
             {
-                "namespace": args.namespace,
+                "namespace": args.settings.namespace,
                 "releaseStatus": self.release.status.status,
-                "queue": args.queue,
-                "parentQueue": args.parent_queue,
-                "queuesOwnedByStack": args.delete_kept_queues,
+                "queue": args.settings.queue,
+                "parentQueue": args.settings.parent_queue,
+                "queuesOwnedByStack": args.settings.delete_kept_queues,
             }
         )

@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
+from components.gpu.settings import GpuOperatorConfig
 from components.images import Mirrors
 
 CHART = "gpu-operator"
@@ -22,16 +23,8 @@ CLUSTER_POLICY = "cluster-policy"
 class GpuOperatorArgs:
     """The GPU Operator release, used for its container toolkit only."""
 
-    version: str
-    """Pinned chart version (v26.7.0)."""
-    namespace: str
-    """Namespace of the release (`gpu-operator`)."""
-    cdi_enabled: bool
-    """`cdi.enabled`; true is the chart's default and means HAMi needs the `nvidia-legacy` RuntimeClass."""
-    driver_enabled: bool = False
-    """`driver.enabled`."""
-    device_plugin_enabled: bool = False
-    """`devicePlugin.enabled`."""
+    settings: GpuOperatorConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     mirrors: Mirrors = field(default_factory=Mirrors)
     """Where every image of the chart and its NFD subchart is pulled from (NFD's registry.k8s.io image first of all:
     without NFD no operand DaemonSet is ever created)."""
@@ -60,14 +53,14 @@ def operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
     """The Helm values: toolkit on, driver and device plugin as args say, CDI as args say."""
     values: dict[str, Any] = {
         # false: the host driver stays; an operator driver container would fight it for the kernel modules.
-        "driver": {"enabled": args.driver_enabled},
+        "driver": {"enabled": args.settings.driver_enabled},
         # false: HAMi's device plugin is the only one; two would both advertise nvidia.com/gpu and
         # allocatable would stay at the card count instead of cards × deviceSplitCount.
-        "devicePlugin": {"enabled": args.device_plugin_enabled},
+        "devicePlugin": {"enabled": args.settings.device_plugin_enabled},
         # The one thing we install it for: the toolkit puts the nvidia runtimes into containerd.
         "toolkit": {"enabled": True, "env": toolkit_env(args.refuse_unprivileged_env)},
         # Under CDI the operator no longer makes nvidia containerd's default runtime (since 25.10).
-        "cdi": {"enabled": args.cdi_enabled},
+        "cdi": {"enabled": args.settings.cdi_enabled},
         # Helm never deletes crds/ on uninstall; the chart's pre-delete hook does, so destroy leaves none behind.
         "operator": {"cleanupCRD": True},
     }
@@ -86,8 +79,8 @@ class GpuOperator(pulumi.ComponentResource):
         spec = ChartRelease(
             CHART,
             CHART,
-            args.version,
-            args.namespace,
+            args.settings.version,
+            args.settings.namespace,
             operator_values(args),
             repo=REPOSITORY,
             # The toolkit and validator DaemonSets mount host paths; a restricted PSA default would reject them.
@@ -103,7 +96,7 @@ class GpuOperator(pulumi.ComponentResource):
         self.toolkit_ready = ReadyGate(
             f"{name}-ready",
             ReadyGateArgs(
-                namespace=args.namespace,
+                namespace=args.settings.namespace,
                 api_group="nvidia.com",
                 version="v1",
                 plural="clusterpolicies",

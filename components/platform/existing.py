@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.platform.node_labels import NodeLabels, NodeLabelsArgs
+from components.platform.settings import ClusterConfig
 
 
 @dataclass(frozen=True)
 class ExistingClusterArgs:
     """How to reach the cluster, and what config says about it."""
 
+    settings: ClusterConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     kubeconfig: pulumi.Input[str]
     """The kubeconfig text; a secret Output, never plain in the state."""
-    context: str | None
-    """Context within it; None uses its current context."""
-    gpu_nodes: Sequence[str]
-    """Names of the nodes that carry GPUs."""
     node_labels: Mapping[str, str] = field(default_factory=dict)
     """Labels the sharing system selects GPU nodes by; empty sets none."""
     cluster_identifier: str | None = None
@@ -39,7 +38,7 @@ class ExistingCluster(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-provider",
             kubeconfig=args.kubeconfig,
-            context=args.context,
+            context=args.settings.context,
             # NodePatch needs server-side apply; the default, stated so nobody turns it off.
             enable_server_side_apply=True,
             # Without it a rotated CA or a new server address replaces every object (pulumi-kubernetes
@@ -49,7 +48,7 @@ class ExistingCluster(pulumi.ComponentResource):
         )
         self.labels = NodeLabels(
             f"{name}-gpu-labels",
-            NodeLabelsArgs(nodes=list(args.gpu_nodes) if args.node_labels else [], labels=args.node_labels),
+            NodeLabelsArgs(nodes=list(args.settings.gpu_nodes) if args.node_labels else [], labels=args.node_labels),
             opts=pulumi.ResourceOptions(parent=self, provider=self.provider),
         )
         self.register_outputs({"labelledNodes": self.labels.labelled})

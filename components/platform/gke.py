@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.contracts.errors import InputError
 from components.platform.kubeconfig import gke_kubeconfig
+from components.platform.settings import GkeConfig
 
 IMAGE_TYPE = "COS_CONTAINERD"
 # GKE skips its own device plugin on nodes with this label; KAI's reservation Pods need that plugin.
@@ -66,17 +67,13 @@ class GpuSharingArgs:
 class GkeClusterArgs:
     """A zonal GKE cluster with one GPU node pool."""
 
-    cluster_name: str
-    zone: str
+    settings: GkeConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     kubernetes_version: str
     """A prefix ending in '.' (newest offered) or a full GKE version (pinned)."""
-    machine_type: str
-    node_count: int
     gpu_type: str
     gpus_per_node: int
-    gpu_driver_version: str
     gpu_memory_mib: int
-    spot: bool = False
     gpu_sharing: GpuSharingArgs | None = None
     """None: whole cards, shared (if at all) by software on top (KAI)."""
     node_labels: Mapping[str, str] = field(default_factory=dict)
@@ -98,7 +95,8 @@ class GkeCluster(pulumi.ComponentResource):
 
         if is_version_prefix(args.kubernetes_version):
             offered = gcp.container.get_engine_versions_output(
-                location=args.zone, version_prefix=args.kubernetes_version, opts=pulumi.InvokeOutputOptions(parent=self)
+                location=args.settings.zone, version_prefix=args.kubernetes_version,
+                opts=pulumi.InvokeOutputOptions(parent=self),
             )
             version = offered.valid_master_versions.apply(lambda vs: newest_version(vs, args.kubernetes_version))
         else:
@@ -106,8 +104,8 @@ class GkeCluster(pulumi.ComponentResource):
 
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
-            name=args.cluster_name,
-            location=args.zone,
+            name=args.settings.cluster_name,
+            location=args.settings.zone,
             min_master_version=version,
             # validMasterVersions are valid outside a release channel; in GKE's default REGULAR channel a patch
             # offered only in RAPID is refused ("Master version must be one of REGULAR channel supported versions").
@@ -137,14 +135,14 @@ class GkeCluster(pulumi.ComponentResource):
             f"{name}-gpu-pool",
             name="gpu-pool",
             cluster=self.cluster.name,
-            location=args.zone,
-            node_count=args.node_count,
+            location=args.settings.zone,
+            node_count=args.settings.node_count,
             # No `version`: the pool starts at the master's and follows GKE's auto-upgrade; a pinned one would
             # fight every upgrade GKE makes; ignoreChanges: the version GKE moved it to is no diff.
             node_config=gcp.container.NodePoolNodeConfigArgs(
-                machine_type=args.machine_type,
+                machine_type=args.settings.machine_type,
                 image_type=IMAGE_TYPE,
-                spot=args.spot,
+                spot=args.settings.spot,
                 oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"],
                 # Set where the node is born, so KAI never caches a node without them (no restart needed).
                 labels=labels or None,
@@ -154,7 +152,7 @@ class GkeCluster(pulumi.ComponentResource):
                         count=args.gpus_per_node,
                         gpu_driver_installation_config=(
                             gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
-                                gpu_driver_version=args.gpu_driver_version
+                                gpu_driver_version=args.settings.gpu_driver_version
                             )
                         ),
                         gpu_sharing_config=(
@@ -176,7 +174,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.version = self.cluster.master_version
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate).apply(
-                lambda parts: gke_kubeconfig(args.cluster_name, parts[0] or "", parts[1] or "")
+                lambda parts: gke_kubeconfig(args.settings.cluster_name, parts[0] or "", parts[1] or "")
             )
         )
         self.provider = k8s.Provider(

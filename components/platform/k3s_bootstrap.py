@@ -17,6 +17,8 @@ import pulumi_command as command
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.platform.settings import K3sConfig
+
 K3S_CONFIG_PATH = "/etc/rancher/k3s/config.yaml"
 K3S_KUBECONFIG_PATH = "/etc/rancher/k3s/k3s.yaml"
 CONTAINERD_CONFIG_PATH = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
@@ -211,17 +213,15 @@ def api_server(address: str) -> str:
 class K3sBootstrapArgs:
     """Where to reach the host, and the k3s it must end up running."""
 
+    settings: K3sConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     host: pulumi.Input[str]
     """SSH address; also the TLS SAN and the API server address in the kubeconfig."""
     user: str
     private_key: pulumi.Input[str]
     """Secret: the SSH private key (OpenSSH or PEM)."""
-    k3s_version: str
-    node_name: str
     node_label: Mapping[str, str] = field(default_factory=lambda: {"gpu": "on"})
     port: int = 22
-    install_driver: bool = True
-    driver_package: str = "nvidia-open"
     uninstall_on_delete: bool = False
     """True on a host we did not create: destroy runs k3s-uninstall.sh (a VM is simply deleted)."""
     wait_for: Sequence[pulumi.Resource] = ()
@@ -257,13 +257,13 @@ class K3sBootstrap(pulumi.ComponentResource):
             dial_error_limit=40,
         )
         config_text = pulumi.Output.from_input(args.host).apply(
-            lambda host: render_k3s_config(args.node_name, args.node_label, [host])
+            lambda host: render_k3s_config(args.settings.node_name, args.node_label, [host])
         )
         scripts: dict[str, pulumi.Input[str]] = {
-            "driver": render_driver_script(args.install_driver, args.driver_package),
+            "driver": render_driver_script(args.settings.install_driver, args.settings.driver_package),
             "toolkit": f"{render_toolkit_script()} && {render_toolkit_switches(args.refuse_unprivileged_env)}",
             "config": config_text.apply(render_config_script),
-            "k3s": render_k3s_install_script(args.k3s_version, args.node_name),
+            "k3s": render_k3s_install_script(args.settings.version, args.settings.node_name),
             "checks": render_checks_script(),
             "kubeconfig": render_kubeconfig_read(),
         }
@@ -303,4 +303,4 @@ class K3sBootstrap(pulumi.ComponentResource):
             cluster_identifier=args.cluster_identifier,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[steps["kubeconfig"]]),
         )
-        self.register_outputs({"kubeconfig": self.kubeconfig, "nodeName": args.node_name})
+        self.register_outputs({"kubeconfig": self.kubeconfig, "nodeName": args.settings.node_name})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pulumi
@@ -13,6 +13,7 @@ import pulumi_tls as tls
 import yaml
 
 from components.platform.k3s_bootstrap import API_PORT
+from components.platform.settings import VmConfig
 
 SSH_PORT = 22
 # Titanium machine series attach Hyperdisk only; the older GPU series take Persistent Disk.
@@ -100,18 +101,12 @@ async def _invoke_guest_attributes(props: dict[str, str]) -> dict[str, object]:
 class GpuVmArgs:
     """One GPU VM: its shape, its boot disk, and who may reach SSH and the API."""
 
-    zone: str
-    machine_type: str
+    settings: VmConfig
+    """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     gpu_type: str
     attach_accelerator: bool
     """False where the machine type carries its GPU (G2, G4, A2, A3): a guest accelerator is then refused."""
-    spot: bool
-    boot_disk_gib: int
-    image: str
-    network: str
-    allowed_source_ranges: Sequence[str]
     network_tag: str
-    ssh_user: str
 
 
 class GpuVm(pulumi.ComponentResource):
@@ -136,7 +131,7 @@ class GpuVm(pulumi.ComponentResource):
         # kubeconfig's server and the firewall's meaning: an ephemeral one may change on every start.
         self.address = gcp.compute.Address(
             f"{name}-address",
-            region=region_of(args.zone),
+            region=region_of(args.settings.zone),
             address_type="EXTERNAL",
             description="the k3s GPU VM's external address, kept across stops",
             # Fixed by region and type (ForceNew): a new one must not wait on the old while the VM holds it.
@@ -144,15 +139,15 @@ class GpuVm(pulumi.ComponentResource):
         )
         self.firewall = gcp.compute.Firewall(
             f"{name}-firewall",
-            network=args.network,
+            network=args.settings.network,
             direction="INGRESS",
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(SSH_PORT), str(API_PORT)])],
-            source_ranges=list(args.allowed_source_ranges),
+            source_ranges=list(args.settings.allowed_source_ranges),
             target_tags=[args.network_tag],
             description="SSH and the k3s API server, only from the configured source ranges",
             opts=child,
         )
-        if args.spot:
+        if args.settings.spot:
             scheduling = gcp.compute.InstanceSchedulingArgs(
                 provisioning_model="SPOT",
                 preemptible=True,
@@ -174,25 +169,26 @@ class GpuVm(pulumi.ComponentResource):
         public_key = key.public_key_openssh.apply(lambda k: k.strip())
         self.instance = gcp.compute.Instance(
             f"{name}-instance",
-            zone=args.zone,
-            machine_type=args.machine_type,
+            zone=args.settings.zone,
+            machine_type=args.settings.machine_type,
             tags=[args.network_tag],
             boot_disk=gcp.compute.InstanceBootDiskArgs(
                 auto_delete=True,
                 initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
-                    image=args.image, size=args.boot_disk_gib, type=boot_disk_type(args.machine_type)
+                    image=args.settings.image, size=args.settings.boot_disk_gib,
+                    type=boot_disk_type(args.settings.machine_type),
                 ),
             ),
             network_interfaces=[
                 gcp.compute.InstanceNetworkInterfaceArgs(
-                    network=args.network,
+                    network=args.settings.network,
                     access_configs=[gcp.compute.InstanceNetworkInterfaceAccessConfigArgs(nat_ip=self.address.address)],
                 )
             ],
             guest_accelerators=accelerators,
             scheduling=scheduling,
             metadata={
-                "ssh-keys": public_key.apply(lambda k: f"{args.ssh_user}:{k}"),
+                "ssh-keys": public_key.apply(lambda k: f"{args.settings.ssh_user}:{k}"),
                 # No key material: metadata is readable from every Pod that reaches 169.254.169.254.
                 "user-data": keys_left_to_the_agent_cloud_config(),
                 # The agent publishes its host keys only where guest attributes are on (read back below).
@@ -217,5 +213,5 @@ class GpuVm(pulumi.ComponentResource):
         self.host_key = pulumi.Output.all(self.instance.name, self.instance.zone, self.instance.instance_id).apply(
             lambda parts: wait_for_published_host_key(_invoke_guest_attributes, parts[0], parts[1])
         )
-        self.ssh_user = args.ssh_user
+        self.ssh_user = args.settings.ssh_user
         self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})

@@ -13,6 +13,7 @@ from components.contracts.proof import PodTry, SharingProof
 from components.incluster.expectation import Expectation
 from components.verify.collect import Verifier, VerifierArgs
 from components.verify.report import NOT_MIG
+from components.verify.settings import VerifyConfig
 from components.verify.workloads import (
     COMMON_LABELS,
     ProbeSettings,
@@ -38,17 +39,14 @@ class ProofArgs:
     """Everything the proof needs, already mapped from config."""
 
     provider: k8s.Provider
-    namespace: str
-    pod_prefix: str
+    settings: VerifyConfig
+    """The `gpushare:verify` section config validated, as it is: namespace, Pod prefix, runId, failOnViolation."""
     proof: SharingProof
     expect: Expectation
     probes: ProbeSettings
     image: str
     smi_image: str | None
-    fail_on_violation: bool
     ready: Sequence[pulumi.Resource] = ()
-    run_id: str = "1"
-    """Changing it replaces the proof Pods and the verifier: the proof runs again."""
     pod_tries: Sequence[PodTry] = ()
     """The ways around the quota a Pod's spec can take, each tried in its own Pod (the expectation names them)."""
 
@@ -72,7 +70,7 @@ class Proof(pulumi.ComponentResource):
         super().__init__("gpushare:verify:Proof", name, None, opts)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": args.namespace, "labels": COMMON_LABELS},
+            metadata={"name": args.settings.namespace, "labels": COMMON_LABELS},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.ready)),
         )
         ready = [*args.ready, namespace]
@@ -80,14 +78,14 @@ class Proof(pulumi.ComponentResource):
             f"{name}-workloads",
             ProofWorkloadsArgs(
                 provider=args.provider,
-                namespace=args.namespace,
-                pod_prefix=args.pod_prefix,
+                namespace=args.settings.namespace,
+                pod_prefix=args.settings.pod_prefix,
                 proof=args.proof,
                 probes=args.probes,
                 image=args.image,
                 smi_image=args.smi_image,
                 ready=ready,
-                run_id=args.run_id,
+                run_id=args.settings.run_id,
                 pod_tries=args.pod_tries,
             ),
             opts=pulumi.ResourceOptions(parent=self),
@@ -96,14 +94,14 @@ class Proof(pulumi.ComponentResource):
             f"{name}-verifier",
             VerifierArgs(
                 provider=args.provider,
-                namespace=args.namespace,
+                namespace=args.settings.namespace,
                 expect=args.expect,
                 image=args.image,
                 config_map_name=workloads.config_map_name,
                 proof_pods=workloads.pods,
-                fail_on_violation=args.fail_on_violation,
+                fail_on_violation=args.settings.fail_on_violation,
                 ready=ready,
-                run_id=args.run_id,
+                run_id=args.settings.run_id,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+from typing import Any
 
 from components.plan import ROOT, run, stacks
 from components.plan_view import golden as golden_form
@@ -19,24 +20,42 @@ from components.plan_view.golden import GOLDEN_DIR
 GOLDEN = GOLDEN_DIR
 
 MIRROR_HOST = "harbor.example.com"
-MIRRORED = [
-    "gpushare:registryMirrors={"
-    + ", ".join(f'"{upstream}": "{MIRROR_HOST}/{project}"' for upstream, project in (
-        ("docker.io", "dockerhub"), ("nvcr.io", "nvcr"), ("ghcr.io", "ghcr"), ("registry.k8s.io", "k8s"),
-        ("reg.kyverno.io", "kyverno"), ("registry.cn-hangzhou.aliyuncs.com", "aliyun")))
-    + "}",
-]
-"""Every upstream registry through its own mirror project."""
+MIRROR_PROJECTS = {"docker.io": "dockerhub", "nvcr.io": "nvcr", "ghcr.io": "ghcr", "registry.k8s.io": "k8s",
+                   "reg.kyverno.io": "kyverno", "registry.cn-hangzhou.aliyuncs.com": "aliyun"}
+"""Each upstream registry's mirror project."""
+
+
+def _config(stack: str) -> Any:
+    from components.config import parse
+    from components.plan import _as_pulumi_config, read_stack_config
+
+    config, _ = read_stack_config(stack, [])
+    return parse(_as_pulumi_config(config))
 
 
 def chart_sources(stack: str) -> list[str]:
     """Every chart the stack installs from oci://harbor.example.com/charts."""
-    from components.config import _alias, parse
-    from components.plan import _as_pulumi_config, read_stack_config
+    from components.config import alias
 
-    config, _ = read_stack_config(stack, [])
-    charts = parse(_as_pulumi_config(config)).chart_pins()
-    return [f"gpushare:chartSources.{_alias(chart)}.repository=oci://{MIRROR_HOST}/charts" for chart in charts]
+    return [f"gpushare:chartSources.{alias(chart)}.repository=oci://{MIRROR_HOST}/charts"
+            for chart in _config(stack).chart_pins()]
+
+
+def registry_mirrors(stack: str) -> str:
+    """Every upstream registry the stack pulls from through its own mirror project (no mirror for one it never
+    pulls from: config refuses that)."""
+    from components.config.shared import image_hosts
+
+    hosts = sorted(image_hosts(_config(stack)))
+    missing = [h for h in hosts if h not in MIRROR_PROJECTS]
+    assert not missing, f"no mirror project for {missing}"
+    mirrors = ", ".join(f'"{host}": "{MIRROR_HOST}/{MIRROR_PROJECTS[host]}"' for host in hosts)
+    return f"gpushare:registryMirrors={{{mirrors}}}"
+
+
+def mirrored(stack: str) -> list[str]:
+    """The stack behind registry mirrors and a private chart registry."""
+    return [registry_mirrors(stack), *chart_sources(stack)]
 
 
 def variants() -> dict[str, tuple[str, list[str]]]:
@@ -44,7 +63,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     found: dict[str, tuple[str, list[str]]] = {}
     for stack in stacks():
         found[stack] = (stack, [])
-        found[f"{stack}-mirrored"] = (stack, [*MIRRORED, *chart_sources(stack)])
+        found[f"{stack}-mirrored"] = (stack, mirrored(stack))
     return found
 
 

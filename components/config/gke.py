@@ -1,0 +1,162 @@
+"""Platform gke: a GKE cluster on COS with one GPU pool, shared by KAI Scheduler with HAMi-core (the GKE lab) or by
+GKE's own MPS or time-sharing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from components.config.kubeconfig import ConfigError
+from components.config.shared import MIN_LIMIT_MIB, Stack
+from components.contracts.settings import Settings, key
+from components.gke_sharing import mps_limits
+from components.gpu.settings import (
+    ChartSourceConfig,
+    GkeCdiConfig,
+    GkeSharingConfig,
+    IsolatorConfig,
+    KaiConfig,
+)
+from components.gpus import machine_gpu_problem
+from components.platform.settings import GkeConfig
+from components.sizing import kai_visible_mib
+
+GkeSharing = Literal["kai", "mps", "time-sharing"]
+"""Sharing systems on GKE: KAI with HAMi-core, or GKE's own MPS or time-sharing (the node pool's)."""
+GKE_NATIVE: tuple[GkeSharing, ...] = ("mps", "time-sharing")
+"""Sharing that GKE's own device plugin does, set on the GPU node pool."""
+
+
+class GkeChartSources(Settings):
+    """The charts of the gke stack; one left unset comes from its public repository."""
+
+    kai: ChartSourceConfig | None = None
+    """The `kai-scheduler` chart."""
+    isolator: ChartSourceConfig | None = None
+    """The `kai-resource-isolator` chart."""
+    kyverno: ChartSourceConfig | None = None
+    """The `kyverno` chart."""
+
+
+class GkeStack(Stack):
+    """Platform gke: a GKE cluster on COS with one GPU pool, KAI Scheduler and HAMi-core (the GKE lab)."""
+
+    platform: Literal["gke"]
+    """Where Kubernetes comes from."""
+    toolkit: Literal["gke-managed"] = "gke-managed"
+    """Who provides the NVIDIA container toolkit: on GKE, GKE itself."""
+    sharing: GkeSharing = "kai"
+    """The GPU-sharing system."""
+    gke: GkeConfig = Field(default_factory=GkeConfig)
+    """The cluster and its GPU pool."""
+    kai: KaiConfig = Field(default_factory=KaiConfig)
+    """Sharing kai: KAI Scheduler."""
+    isolator: IsolatorConfig = Field(default_factory=IsolatorConfig)
+    """Sharing kai: kai-resource-isolator."""
+    gke_cdi: GkeCdiConfig = Field(default_factory=GkeCdiConfig)
+    """Sharing kai: the GKE/COS/CDI workarounds."""
+    gke_sharing: GkeSharingConfig = Field(default_factory=GkeSharingConfig)
+    """Sharing mps or time-sharing: how many Pods share each card of the GPU pool."""
+    chart_sources: GkeChartSources = Field(default_factory=GkeChartSources)
+    """Where each chart comes from."""
+
+    CHOICE_SECTIONS: ClassVar[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
+        "sharing": {"kai": ("kai", "isolator", "gke_cdi"), "mps": ("gke_sharing",), "time-sharing": ("gke_sharing",)},
+    }
+
+    def chart_pins(self) -> dict[str, str]:
+        if self.sharing != "kai":
+            return {}
+        pins = {"kai": self.kai.version, "isolator": self.isolator.version}
+        return {**pins, "kyverno": self.gke_cdi.kyverno_version} if self.gke_cdi.kyverno else pins
+
+    def namespaces(self) -> dict[str, str]:
+        if self.sharing != "kai":
+            return super().namespaces()
+        spaces = {key("kai", "namespace"): self.kai.namespace, key("isolator", "namespace"): self.isolator.namespace}
+        if self.gke_cdi.kyverno:
+            spaces[key("gkeCdi", "kyvernoNamespace")] = self.gke_cdi.kyverno_namespace
+        return {**spaces, **super().namespaces()}
+
+    @property
+    def slice_mib(self) -> int:
+        if self.sharing == "mps":
+            return mps_limits(self.card_mib, self.gke_sharing.max_shared_clients_per_gpu).pinned_mib
+        if self.sharing == "time-sharing":
+            return self.card_mib  # each Pod is handed the whole card, in turns
+        return super().slice_mib
+
+    @property
+    def quota_mib(self) -> int:
+        """Under KAI the request becomes a fraction of the card (two decimals), and HAMi-core enforces that."""
+        if self.sharing == "kai":
+            return kai_visible_mib(self.slice_mib, self.card_mib)
+        return super().quota_mib
+
+    @property
+    def limit_mib(self) -> int | None:
+        return None if self.sharing == "time-sharing" else self.quota_mib
+
+    def check(self) -> None:
+        check_machine(self)
+        super().check()
+        check_gke_native(self)
+        if self.guard.refuse_unprivileged_env:
+            raise ConfigError(key("guard", "refuseUnprivilegedEnv"), "GKE's managed runtime has no NVIDIA toolkit to"
+                              " configure: remove it (`pulumi config rm --path gpushare:guard.refuseUnprivilegedEnv`)")
+        if self.sharing == "kai" and self.verify.cores_percent is not None:
+            raise ConfigError(key("verify", "coresPercent"),
+                              "KAI's gpu-memory request carries no compute share, so there is no compute limit to "
+                              "prove; remove it (compute-limited is a HAMi check)")
+
+
+def check_machine(cfg: GkeStack) -> None:
+    """The card on the pool's machine type as GCE would take it (components/gpus.py's table)."""
+    problem = machine_gpu_problem(cfg.gke.machine_type, cfg.gpu.type, cfg.gpu.per_node)
+    if problem is not None:
+        where, why = problem
+        raise ConfigError(key("gke", "machineType") if where == "machineType" else key(*where.split(".")), why)
+
+
+def check_gke_native(cfg: GkeStack) -> None:
+    """GKE's own sharing fixes the slice itself: refuse the verify settings that contradict it, with what works."""
+    if cfg.sharing not in GKE_NATIVE:
+        return
+    clients, v = cfg.gke_sharing.max_shared_clients_per_gpu, cfg.verify
+    if cfg.sharing == "mps":
+        limits = mps_limits(cfg.card_mib, clients)
+        if limits.pinned_mib < MIN_LIMIT_MIB:
+            fix = (f"set {key('gkeSharing', 'maxSharedClientsPerGpu')} to {max(2, cfg.card_mib // MIN_LIMIT_MIB)}"
+                   if cfg.card_mib >= 2 * MIN_LIMIT_MIB else f"the proof needs a card of {2 * MIN_LIMIT_MIB} MiB")
+            where = key("gkeSharing", "maxSharedClientsPerGpu") if cfg.card_mib >= 2 * MIN_LIMIT_MIB else key(
+                "gpu", "memoryMiB")
+            raise ConfigError(where, f"MPS would give each of {clients} clients {limits.pinned_mib} MiB of the "
+                                     f"{cfg.card_mib} MiB card, too little to hold memory and show a refusal; {fix}")
+        if v.slice_mib is not None and v.slice_mib != limits.pinned_mib:
+            raise ConfigError(key("verify", "sliceMiB"), f"{v.slice_mib} MiB: MPS slices are equal, the card's "
+                              f"{cfg.card_mib} MiB over {clients} clients; set it to {limits.pinned_mib} or leave it "
+                              "unset (or change gkeSharing.maxSharedClientsPerGpu)")
+        if v.cores_percent is not None and v.cores_percent != limits.thread_percentage:
+            raise ConfigError(key("verify", "coresPercent"), f"{v.cores_percent}%: MPS gives each of {clients} "
+                              f"clients {limits.thread_percentage}% of the threads; set it to "
+                              f"{limits.thread_percentage} or leave it unset")
+        hold, extra = round(cfg.hold_gib * 1024), round(cfg.extra_gib * 1024)
+        if hold >= limits.pinned_mib:
+            raise ConfigError(key("verify", "holdGiB"), f"{cfg.hold_gib:g} GiB does not fit under MPS's "
+                              f"{limits.pinned_mib} MiB limit; set it below {limits.pinned_mib / 1024:.2f} or leave "
+                              "it unset")
+        if hold + extra <= limits.pinned_mib:
+            raise ConfigError(key("verify", "extraGiB"), f"{cfg.hold_gib:g} GiB held + {cfg.extra_gib:g} GiB more "
+                              f"fits under MPS's {limits.pinned_mib} MiB limit, so nothing would be refused; set it "
+                              f"above {(limits.pinned_mib - hold) / 1024:.2f} or leave it unset")
+    else:
+        for name, value in (("sliceMiB", v.slice_mib), ("coresPercent", v.cores_percent)):
+            if value is not None:
+                raise ConfigError(key("verify", name), "time-sharing hands each Pod the whole card with no memory "
+                                  "or compute limit, so there is none to ask for; remove it")
+    if v.overcommit_mib is not None:
+        raise ConfigError(key("verify", "overcommitMiB"), f"GKE's {cfg.sharing} counts Pods, not MiB: the "
+                          f"over-commit Pod asks for one slot more than the {clients} × {cfg.gpu.per_node} slots of "
+                          "its node leave free; remove it")

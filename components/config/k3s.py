@@ -1,0 +1,94 @@
+"""Platforms k3s-vm and existing-host: a one-node k3s cluster the bootstrap installs (on a GCE GPU VM, or over
+SSH on a host the user has), the toolkit on the host, HAMi (the k3s lab)."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from components import validate
+from components.config.kubeconfig import ConfigError
+from components.config.shared import HamiChartSources, HostGpuConfig, Stack, check_hami
+from components.contracts.settings import key
+from components.gpu.settings import HamiConfig
+from components.gpus import machine_gpu_problem
+from components.platform.settings import HostConfig, K3sConfig, VmConfig
+
+
+class K3sStack(Stack):
+    """A one-node k3s cluster the bootstrap installs, the toolkit on the host, HAMi."""
+
+    toolkit: Literal["host"] = "host"
+    """Who provides the NVIDIA container toolkit: the bootstrap installs it on the host before k3s."""
+    sharing: Literal["hami"] = "hami"
+    """The GPU-sharing system."""
+    gpu: HostGpuConfig = Field(default_factory=HostGpuConfig)
+    """The card of the node."""
+    k3s: K3sConfig = Field(default_factory=K3sConfig)
+    """k3s as the bootstrap installs it."""
+    hami: HamiConfig = Field(default_factory=HamiConfig)
+    """The HAMi release."""
+    chart_sources: HamiChartSources = Field(default_factory=HamiChartSources)
+    """Where the HAMi chart comes from."""
+
+    server_version_key: ClassVar[str] = "k3s.version"
+
+    def chart_pins(self) -> dict[str, str]:
+        return {"hami": self.hami.version}
+
+    def namespaces(self) -> dict[str, str]:
+        return {key("hami", "namespace"): self.hami.namespace, **super().namespaces()}
+
+    @property
+    def server_version(self) -> str:
+        """The Kubernetes server version, known from config: the k3s release."""
+        return self.k3s.version
+
+    def check(self) -> None:
+        super().check()
+        check_hami(self, self.hami, self.server_version, self.server_version_key, cdi_enabled=False)
+
+
+class K3sVmStack(K3sStack):
+    """Platform k3s-vm: a GCE GPU VM made a one-node k3s cluster (the k3s lab)."""
+
+    platform: Literal["k3s-vm"]
+    """Where Kubernetes comes from."""
+    vm: VmConfig = Field(default_factory=VmConfig)
+    """The GCE GPU VM."""
+
+    def check(self) -> None:
+        if self.gpu.per_node != 1:
+            raise ConfigError(key("gpu", "perNode"), f"{self.gpu.per_node}: the VM gets one card; set it to 1")
+        problem = machine_gpu_problem(self.vm.machine_type, self.gpu.type, 1)
+        if problem is not None:
+            where, why = problem
+            if where == "gpu.perNode":
+                why = (f"{self.vm.machine_type} carries several cards, but the k3s VM uses one; pick the one-card "
+                       "size of its series (g4-standard-48, g2-standard-4 … -16, a2-highgpu-1g)")
+            raise ConfigError(key("vm", "machineType") if where != "gpu.type" else key("gpu", "type"), why)
+        super().check()
+        check_network(self.vm)
+
+
+class ExistingHostStack(K3sStack):
+    """Platform existing-host: a GPU host the user already has, made a one-node k3s cluster over SSH."""
+
+    platform: Literal["existing-host"]
+    """Where Kubernetes comes from."""
+    host: HostConfig
+    """Where the SSH bootstrap goes."""
+
+
+def check_network(vm: VmConfig) -> None:
+    if not vm.allowed_source_ranges:
+        raise ConfigError(key("vm", "allowedSourceRanges"),
+                          "required: the CIDRs allowed to reach SSH and the Kubernetes API, such as your IP as "
+                          "203.0.113.7/32 (`pulumi config set --path 'gpushare:vm.allowedSourceRanges[0]' "
+                          "203.0.113.7/32`)")
+    if validate.covers_whole_internet(vm.allowed_source_ranges) and not vm.allow_world_open:
+        ranges = ", ".join(vm.allowed_source_ranges)
+        raise ConfigError(key("vm", "allowedSourceRanges"),
+                          f"{ranges} opens SSH and the Kubernetes API to the whole internet; give your own range, or "
+                          "set gpushare:vm.allowWorldOpen to true to accept that")

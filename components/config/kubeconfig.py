@@ -1,0 +1,85 @@
+"""The existing cluster's kubeconfig, read and checked with the rest of config, before anything loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.contracts.errors import InputError
+from components.contracts.settings import key
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
+"""The directory `pulumi up` runs the program in: a relative chartSources path or kubeconfigPath is read from here."""
+
+PATH_KEY = key("cluster", "kubeconfigPath")
+TEXT_KEY = key("cluster", "kubeconfig")
+CONTEXT_KEY = key("cluster", "context")
+
+
+class ConfigError(InputError):
+    """A config value that cannot work: `key` is the full config key, the message says the fix."""
+
+
+def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
+    """The file at `path` (`~` expanded, relative to the project); a missing file is a ConfigError."""
+    file = Path(path).expanduser()
+    file = file if file.is_absolute() else root / file
+    if not file.is_file():
+        raise ConfigError(PATH_KEY, f"no file at {file}; point it at your kubeconfig, or set it as a secret with "
+                                    "`pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`")
+    try:
+        return file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(PATH_KEY, f"{file} is not a text file; point it at the kubeconfig `kubectl` uses "
+                                    "(YAML)") from None
+    except OSError as err:
+        raise ConfigError(PATH_KEY, f"{file} cannot be read ({err.strerror}); check its permissions") from None
+
+
+def _entries(doc: dict[str, Any], section: str, field: str, where: str, key_: str) -> dict[str, dict[str, Any]]:
+    """`clusters`/`contexts`/`users` as name → body; a map where the list belongs is refused (kubectl's shape)."""
+    items = doc.get(section) or []
+    if not isinstance(items, list):
+        raise ConfigError(key_, f"{where}: {section} is a {type(items).__name__}, not a list of `- name: …` entries; "
+                                "give the file `kubectl config view --raw` prints")
+    found: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get(field), dict):
+            raise ConfigError(key_, f"{where}: every entry of {section} needs a name and a {field} mapping; give "
+                                    "the file `kubectl config view --raw` prints")
+        found[item["name"]] = item[field]
+    return found
+
+
+def check_kubeconfig(text: str, context: str | None, key_: str) -> None:
+    """The kubeconfig parses and names, for the context the provider will use, a cluster with a server."""
+    where = "the kubeconfig"
+    try:
+        doc: Any = yaml.safe_load(text)
+    except yaml.YAMLError:
+        doc = None
+    if not isinstance(doc, dict) or not doc.get("clusters"):
+        raise ConfigError(key_, "is not a kubeconfig (no clusters in it); give the file `kubectl` uses")
+    clusters = _entries(doc, "clusters", "cluster", where, key_)
+    contexts = _entries(doc, "contexts", "context", where, key_)
+    names = ", ".join(sorted(contexts)) or "(none)"
+    if context is None:
+        current = doc.get("current-context")
+        if not current:
+            raise ConfigError(CONTEXT_KEY, f"the kubeconfig has no current-context; pick one of {names}")
+        if current not in contexts:
+            raise ConfigError(CONTEXT_KEY, f"the kubeconfig's current-context {current!r} is not one of its "
+                                           f"contexts ({names}); set this to one of them")
+        context = str(current)
+    elif context not in contexts:
+        raise ConfigError(CONTEXT_KEY, f"{context!r} is not a context of the kubeconfig; it has {names}")
+    cluster = contexts[context].get("cluster")
+    if cluster not in clusters:
+        raise ConfigError(key_, f"context {context!r} names cluster {cluster!r}, which the kubeconfig lacks; give "
+                                "the file `kubectl config view --raw` prints")
+    server = clusters[cluster].get("server")
+    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+        raise ConfigError(key_, f"cluster {cluster!r} has no server URL (https://host:6443); give the file "
+                                "`kubectl config view --raw` prints")
