@@ -240,9 +240,10 @@ def _run_in_fresh_context(
     def program() -> None:
         runpy.run_path(str(root / "__main__.py"), run_name="__main__")
 
-    sdk.run_program(program)
-    stack_resource = sdk.root_resource()
-    outputs = {name: sdk.sync_await(_resolve(v)) for name, v in sorted(stack_resource.outputs.items())}
+    with sdk.offline_shortcuts():
+        sdk.run_program(program)
+        stack_resource = sdk.root_resource()
+        outputs = {name: sdk.sync_await(_resolve(v)) for name, v in sorted(stack_resource.outputs.items())}
 
     names = {r.urn: r.name for r in monitor.registrations}
     resources = [

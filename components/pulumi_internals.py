@@ -8,10 +8,11 @@ instead of planning wrongly. constraints.txt pins the versions these were read a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -49,6 +50,10 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pulumi.runtime.config", "CONFIG", "list the config keys the stack sets", attributes=("get",)),
     Internal("pulumi.runtime.config", "get_config_env", "list the config keys the engine passes by environment"),
     Internal("pulumi.runtime.config", "get_config", "read one config value by its full key"),
+    Internal("pulumi.runtime.resource", "_get_stack_trace", "skip each resource's Python stack trace offline"),
+    Internal("pulumi.runtime.resource_cycle_breaker", "_add_dep", "record a dependency edge in place offline",
+             parameters=("from_resource", "to_resource")),
+    Internal("pulumi.runtime.resource_cycle_breaker", "_DEPENDENCIES_PROPERTY", "find the recorded edges"),
     Internal("pulumi.runtime.rpc", "UNKNOWN", "recognise an unknown value in recorded inputs"),
     Internal("pulumi.runtime.rpc", "_special_sig_key", "recognise secrets and resource references in inputs"),
     Internal("pulumi.runtime.rpc", "_special_secret_sig", "recognise a secret in recorded inputs"),
@@ -124,6 +129,39 @@ def run_program(program: Callable[[], None]) -> None:
 def sync_await(awaitable: Awaitable[T]) -> T:
     """Wait for one awaitable on the runtime's own loop."""
     return _named("pulumi.runtime.sync_await", "_sync_await")(awaitable)
+
+
+def _no_stack_trace() -> Any:
+    return _named("pulumi.runtime.resource", "_get_stack_trace").__globals__["source_pb2"].StackTrace()
+
+
+def _add_dep_in_place(from_resource: Any, to_resource: Any) -> None:
+    edges = _named("pulumi.runtime.resource_cycle_breaker", "_DEPENDENCIES_PROPERTY")
+    found = getattr(from_resource, edges, None)
+    if found is None:
+        setattr(from_resource, edges, {to_resource})
+    else:
+        found.add(to_resource)
+
+
+@contextlib.contextmanager
+def offline_shortcuts() -> Iterator[None]:
+    """The offline plan's cheaper SDK internals, undone on exit; a real `pulumi up` never enters this."""
+    shortcuts = (
+        # The stack trace only feeds the engine's diagnostics (where a resource was declared); mocks drop it.
+        ("pulumi.runtime.resource", "_get_stack_trace", _no_stack_trace),
+        # The SDK copies a resource's whole edge set per new edge (quadratic for one depending on thousands of
+        # patches); the same edges, added in place: nothing else holds the set.
+        ("pulumi.runtime.resource_cycle_breaker", "_add_dep", _add_dep_in_place),
+    )
+    saved = [(importlib.import_module(module), name, _named(module, name)) for module, name, _ in shortcuts]
+    try:
+        for (module, name, fast), (owner, *_) in zip(shortcuts, saved, strict=True):
+            setattr(owner, name, fast)
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
 
 
 def root_resource() -> Any:

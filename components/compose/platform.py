@@ -206,6 +206,6 @@ def existing_platform(cfg: ExistingStack) -> ClusterFacts:
     return ClusterFacts(
         provider=cluster.provider,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
-        ready=cluster.labels.patches,
+        ready=[cluster.labels],
         outputs={"labelledNodes": cluster.labels.labelled},
     )
