@@ -156,7 +156,7 @@ def offline_shortcuts() -> Iterator[None]:
     )
     saved = [(importlib.import_module(module), name, _named(module, name)) for module, name, _ in shortcuts]
     try:
-        for (module, name, fast), (owner, *_) in zip(shortcuts, saved, strict=True):
+        for (_, name, fast), (owner, *_) in zip(shortcuts, saved, strict=True):
             setattr(owner, name, fast)
         yield
     finally:

@@ -54,3 +54,36 @@ def test_no_other_module_touches_a_private_pulumi_name() -> None:
         for match in PRIVATE_USE.finditer(path.read_text())
     ]
     assert offenders == [], "move these into components/pulumi_internals.py"
+
+
+def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
+    import pulumi.runtime.resource as resource
+    import pulumi.runtime.resource_cycle_breaker as cycles
+
+    from components.plan import run
+
+    before = (resource._get_stack_trace, cycles._add_dep)
+    with sdk.offline_shortcuts():
+        assert (resource._get_stack_trace, cycles._add_dep) != before
+        assert len(resource._get_stack_trace().frames) == 0
+    run("cluster")
+    assert (resource._get_stack_trace, cycles._add_dep) == before
+
+
+def test_edges_added_in_place_are_the_edges_the_sdk_records() -> None:
+    import pulumi.runtime.resource_cycle_breaker as cycles
+
+    class Node:
+        pass
+
+    edges = [(0, 1), (0, 2), (0, 1), (2, 3), (1, 3)]
+
+    def recorded(add: object) -> list[set[int]]:
+        graph = [Node() for _ in range(4)]
+        for a, b in edges:
+            add(graph[a], graph[b])  # type: ignore[operator]
+        return [{graph.index(d) for d in cycles._deps(n)} for n in graph]
+
+    with sdk.offline_shortcuts():
+        in_place = recorded(cycles._add_dep)
+    assert in_place == recorded(cycles._add_dep) == [{1, 2}, {3}, {3}, set()]
