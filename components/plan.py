@@ -17,13 +17,16 @@ registered.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import difflib
+import gc
 import heapq
 import json
 import os
 import runpy
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,6 +207,19 @@ async def _resolve(value: Any) -> Any:
     return await out.future()
 
 
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The cycle collector paused while the program runs: with thousands of resources alive its full passes make
+    the plan quadratic (4,000 nodes: 12 s of CPU against 5 s), and a plan's garbage is freed when it ends."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run(
     stack: str,
     overrides: list[str] | None = None,
@@ -217,7 +233,8 @@ def run(
     from components.config import check_stack_config  # refuse bad config before Pulumi and the program load
 
     check_stack_config(config)
-    return contextvars.Context().run(_run_in_fresh_context, stack, config, secret_keys, preview, mocks, root)
+    with _no_cyclic_gc():
+        return contextvars.Context().run(_run_in_fresh_context, stack, config, secret_keys, preview, mocks, root)
 
 
 def _run_in_fresh_context(
@@ -282,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a golden plan (file, or folder of STACK.json) to compare with: --json then gives each "
                              "resource's operation against it; --markdown compares with tests/golden/ by default")
     args = parser.parse_args(argv)
+    gc.disable()  # a one-shot process: the views walk the same large live plan, and exit frees it all
     sys.path.insert(0, str(ROOT))
     from components.contracts.errors import input_error_in
 
