@@ -299,7 +299,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="a golden plan (file, or folder of STACK.json) to compare with: --json then gives each "
                              "resource's operation against it; --markdown compares with tests/golden/ by default")
     args = parser.parse_args(argv)
-    gc.disable()  # a one-shot process: the views walk the same large live plan, and exit frees it all
     sys.path.insert(0, str(ROOT))
     from components.contracts.errors import input_error_in
 
@@ -345,4 +344,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    gc.disable()  # a one-shot process: the views walk one large live plan, and exit frees it all
     sys.exit(main())

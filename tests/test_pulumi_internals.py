@@ -3,6 +3,7 @@ when an installed SDK moved one."""
 
 from __future__ import annotations
 
+import gc
 import re
 
 import pytest
@@ -68,6 +69,7 @@ def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
         assert len(resource._get_stack_trace().frames) == 0
     run("cluster")
     assert (resource._get_stack_trace, cycles._add_dep) == before
+    assert gc.isenabled(), "the plan paused the cycle collector and left it paused"
 
 
 def test_edges_added_in_place_are_the_edges_the_sdk_records() -> None:
