@@ -206,6 +206,7 @@ def existing_platform(cfg: ExistingStack) -> ClusterFacts:
     return ClusterFacts(
         provider=cluster.provider,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
+        # depends_on expands a component to its patches (the same edges) without an Output per patch per dependent.
         ready=[cluster.labels],
         outputs={"labelledNodes": cluster.labels.labelled},
     )
