@@ -128,9 +128,11 @@ def test_cluster_node_label_follows_hami_node_label(plan_stack) -> None:
     assert patch["inputs"]["metadata"]["labels"] == {"accelerator": "shared"}
 
 
-def test_cluster_operator_waits_for_the_node_labels(plan_stack) -> None:
-    release = plan_stack("cluster").one("kubernetes:helm.sh/v3:Release", "gpu-operator-release")
-    assert "cluster-gpu-labels-node" in release["dependsOn"]
+def test_only_hamis_release_waits_for_the_node_labels_its_device_plugin_selects(plan_stack) -> None:
+    plan = plan_stack("cluster")
+    waiting = {r["name"] for r in plan.resources if "cluster-gpu-labels-node" in r["dependsOn"]}
+    assert "hami-release" in waiting and "gpu-operator-release" not in waiting  # the operator selects NFD's labels
+    assert not any(name.startswith(("gpushare-", "gpu-operator")) for name in waiting)
 
 
 def test_cluster_node_patches_stay_with_toolkit_host(plan_stack) -> None:

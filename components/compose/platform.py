@@ -206,7 +206,8 @@ def existing_platform(cfg: ExistingStack) -> ClusterFacts:
     return ClusterFacts(
         provider=cluster.provider,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
-        # depends_on expands a component to its patches (the same edges) without an Output per patch per dependent.
-        ready=[cluster.labels],
+        # The cluster exists already; only the node agents that select the labels wait for them (HAMi's device
+        # plugin). depends_on expands a component to its patches without an Output per patch per dependent.
+        labels_ready=[cluster.labels],
         outputs={"labelledNodes": cluster.labels.labelled},
     )

@@ -96,7 +96,7 @@ def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: Too
         runtime_class_name=runtime_class_for(toolkit.cdi_enabled, cfg.hami.runtime_class_name),
         mirrors=cfg.mirrors,
         chart_source=cfg.chart_sources.hami,
-        ready=[*cluster.ready, *toolkit.ready],
+        ready=[*cluster.ready, *cluster.labels_ready, *toolkit.ready],  # its device plugin selects the labels
         # HAMi's device plugin passes its cards as mounts then (its getAllocateResponse, volume-mounts strategy).
         device_list_strategy="volume-mounts" if cfg.guard.refuse_unprivileged_env else None,
     )

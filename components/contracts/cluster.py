@@ -28,6 +28,9 @@ class ClusterFacts:
     gpu: GpuFacts
     ready: Sequence[pulumi.Resource] = ()
     """What Kubernetes resources must wait for (the node pool, the bootstrap)."""
+    labels_ready: Sequence[pulumi.Resource] = ()
+    """What the sharing system's node agents must wait for: the GPU node labels where the stack patches nodes it
+    did not create (their selector reads them); empty where labels are born with the node (GKE pool, k3s config)."""
     outputs: Mapping[str, Any] = field(default_factory=dict)
     """Platform-specific stack outputs (cluster name, external IP, SSH command, cost note)."""
     deleted_with: pulumi.Resource | None = None
