@@ -101,3 +101,52 @@ def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tupl
     if count != per_node:
         return "gpu.perNode", f"{per_node}, but {machine_type} carries {count} × {carried}; set it to {count}"
     return None
+
+
+# --- which zones offer which card -----------------------------------------------------------------------------
+# Source: the zones where Compute Engine listed g2-standard-4 (one L4), read 2026-12-02 from SkyPilot's catalog
+# (github.com/skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv @006059e0), which that project builds from the
+# Compute Engine API; Google's own list is cloud.google.com/compute/docs/gpus/gpu-regions-zones. Only cards read
+# there have a row: a card without one is never refused for its zone. Zones change, so a stale row can be
+# overridden (`gpushare:gpu.zoneCheck: false`); there is no live check, as pulumi-gcp 10.2.0 has no
+# acceleratorTypes invoke (compute/ has get_machine_types and get_zones, nothing for accelerators).
+
+ZONES_READ = "2026-12-02"
+"""When GPU_ZONES was read from its source."""
+
+GPU_ZONES: dict[str, frozenset[str]] = {
+    "nvidia-l4": frozenset({
+        "asia-east1-a", "asia-east1-b", "asia-east1-c", "asia-northeast1-a", "asia-northeast1-b",
+        "asia-northeast1-c", "asia-northeast3-a", "asia-northeast3-b", "asia-south1-a", "asia-south1-b",
+        "asia-south1-c", "asia-southeast1-a", "asia-southeast1-b", "asia-southeast1-c", "europe-west1-b",
+        "europe-west1-c", "europe-west2-a", "europe-west2-b", "europe-west3-a", "europe-west3-b", "europe-west4-a",
+        "europe-west4-b", "europe-west4-c", "europe-west6-b", "europe-west6-c", "me-central2-a", "me-central2-c",
+        "northamerica-northeast1-b", "northamerica-northeast1-c", "northamerica-northeast2-a",
+        "northamerica-northeast2-b", "us-central1-a", "us-central1-b", "us-central1-c", "us-east1-b", "us-east1-c",
+        "us-east1-d", "us-east4-a", "us-east4-c", "us-west1-a", "us-west1-b", "us-west1-c", "us-west4-a",
+        "us-west4-c",
+    }),
+}
+"""Accelerator → the zones that offer it, for the cards the source was read for."""
+
+
+def _nearness(zone: str, other: str) -> tuple[int, str]:
+    """Same region first, then the same area (`us-`, `europe-west`), then the rest, each alphabetical."""
+    region, other_region = zone.rpartition("-")[0], other.rpartition("-")[0]
+    if region == other_region:
+        return 0, other
+    area, other_area = region.rstrip("0123456789"), other_region.rstrip("0123456789")
+    if area == other_area:
+        return 1, other
+    return (2, other) if area.split("-")[0] == other_area.split("-")[0] else (3, other)
+
+
+def zone_gpu_problem(zone: str, gpu_type: str) -> str | None:
+    """Why GCE would refuse `gpu_type` in `zone` by GPU_ZONES, with the nearest zones that offer it; None if fine."""
+    zones = GPU_ZONES.get(gpu_type)
+    if zones is None or zone in zones:
+        return None
+    nearest = sorted(zones, key=lambda z: _nearness(zone, z))[:5]
+    return (f"{zone} offers no {gpu_type} (zones read {ZONES_READ}, components/gpus.py); use a zone that does, "
+            f"nearest first: {', '.join(nearest)} — or, if Compute Engine now offers it there (`gcloud compute "
+            f"accelerator-types list --filter=zone:{zone}`), set gpushare:gpu.zoneCheck to false")

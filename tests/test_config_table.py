@@ -305,6 +305,13 @@ BAD = [
     bad("k3s", "gpushare:vm.machineType=n1-standard-8", key="gpushare:vm.machineType"),
     bad("k3s", "gpushare:vm.machineType=g4-standard-96", key="gpushare:vm.machineType"),
     bad("k3s", "gpushare:vm.machineType=c3-standard-8", key="gpushare:vm.machineType"),
+    # --- ... and the card in the zone (components/gpus.py's zone table; gpu.zoneCheck=false trusts the zone) -----
+    bad("gke", "gpushare:gke.zone=us-central1-f", "gpushare:gke.machineType=g2-standard-4",
+        "gpushare:gpu.type=nvidia-l4", key="gpushare:gke.zone"),
+    bad("k3s", "gpushare:vm.zone=us-east4-b", "gpushare:vm.machineType=g2-standard-8", "gpushare:gpu.type=nvidia-l4",
+        "gpushare:verify.sliceMiB=null", "gpushare:verify.extraGiB=null", "gpushare:verify.sweepGiB=null",
+        key="gpushare:vm.zone"),
+    bad("gke", "gpushare:gpu.zoneCheck=no-thanks", key="gpushare:gpu.zoneCheck"),
     # --- namespaces: the cluster's own are never the stack's, and one is never created twice -----------------
     bad("gke", "gpushare:verify.namespace=kube-system", key="gpushare:verify.namespace"),
     bad("gke", "gpushare:verify.namespace=default", key="gpushare:verify.namespace"),
@@ -460,6 +467,13 @@ GOOD = [
     ("cluster", "gpushare:cluster.kubeconfigPath={tmp}/kc-good.yaml", "gpushare:cluster.context=b"),
     ("gke", "gpushare:verify.sliceMiB=1024", "gpushare:verify.holdGiB=null", "gpushare:verify.extraGiB=null"),
     ("gke", "gpushare:gke.machineHourlyUsd=0.1", "gpushare:gke.gpuHourlyUsd=0"),
+    ("gke", "gpushare:gke.zone=us-west4-c", "gpushare:gke.machineType=g2-standard-4", "gpushare:gpu.type=nvidia-l4"),
+    ("gke", "gpushare:gke.zone=us-central1-f", "gpushare:gke.machineType=g2-standard-4", "gpushare:gpu.type=nvidia-l4",
+     "gpushare:gpu.zoneCheck=false"),
+    ("k3s", "gpushare:vm.zone=us-east4-b", "gpushare:vm.machineType=g2-standard-8", "gpushare:gpu.type=nvidia-l4",
+     "gpushare:verify.sliceMiB=null", "gpushare:verify.extraGiB=null", "gpushare:verify.sweepGiB=null",
+     "gpushare:gpu.zoneCheck=false"),
+    ("gke", "gpushare:gke.zone=us-central1-f"),  # no zone row for the T4: never refused for its zone
 ]  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from components.gpu.settings import (
     IsolatorConfig,
     KaiConfig,
 )
-from components.gpus import machine_gpu_problem
+from components.gpus import machine_gpu_problem, zone_gpu_problem
 from components.platform.settings import GkeConfig
 from components.sizing import kai_visible_mib
 
@@ -113,11 +113,14 @@ class GkeStack(Stack):
 
 
 def check_machine(cfg: GkeStack) -> None:
-    """The card on the pool's machine type as GCE would take it (components/gpus.py's table)."""
+    """The card on the pool's machine type, in the pool's zone, as GCE would take it (components/gpus.py's tables)."""
     problem = machine_gpu_problem(cfg.gke.machine_type, cfg.gpu.type, cfg.gpu.per_node)
     if problem is not None:
         where, why = problem
         raise ConfigError(key("gke", "machineType") if where == "machineType" else key(*where.split(".")), why)
+    zone_problem = zone_gpu_problem(cfg.gke.zone, cfg.gpu.type) if cfg.gpu.zone_check else None
+    if zone_problem is not None:
+        raise ConfigError(key("gke", "zone"), zone_problem)
 
 
 def check_gke_native(cfg: GkeStack) -> None:

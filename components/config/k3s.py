@@ -12,7 +12,7 @@ from components.config.kubeconfig import ConfigError
 from components.config.shared import HamiChartSources, HostGpuConfig, Stack, check_hami
 from components.contracts.settings import key
 from components.gpu.settings import HamiConfig
-from components.gpus import machine_gpu_problem
+from components.gpus import machine_gpu_problem, zone_gpu_problem
 from components.platform.settings import HostConfig, K3sConfig, VmConfig
 
 
@@ -68,6 +68,9 @@ class K3sVmStack(K3sStack):
                 why = (f"{self.vm.machine_type} carries several cards, but the k3s VM uses one; pick the one-card "
                        "size of its series (g4-standard-48, g2-standard-4 … -16, a2-highgpu-1g)")
             raise ConfigError(key("vm", "machineType") if where != "gpu.type" else key("gpu", "type"), why)
+        zone_problem = zone_gpu_problem(self.vm.zone, self.gpu.type) if self.gpu.zone_check else None
+        if zone_problem is not None:
+            raise ConfigError(key("vm", "zone"), zone_problem)
         super().check()
         check_network(self.vm)
 

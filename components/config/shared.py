@@ -53,6 +53,8 @@ class GpuConfig(Settings):
     """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
     per_node: Count = Field(1, ge=1, le=16)
     """Cards on each GPU node."""
+    zone_check: bool = True
+    """Refuse a GCE zone that components/gpus.py's zone table says lacks the card; false trusts the zone given."""
 
 
 class HostGpuConfig(GpuConfig):
