@@ -6,6 +6,7 @@ No Pulumi here: config checks these before the program loads.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr, field_validator, model_validator
@@ -151,7 +152,7 @@ class ClusterConfig(Settings):
                 raise ValueError(f"{node!r} is not a node name; copy the NAME column of `kubectl get nodes`")
         if len(nodes) > 5000:
             raise ValueError(f"{len(nodes)} nodes; a Kubernetes cluster has at most 5000")
-        duplicates = sorted({n for n in nodes if nodes.count(n) > 1})
+        duplicates = sorted(n for n, times in Counter(nodes).items() if times > 1)
         if duplicates:
             raise ValueError(f"{', '.join(duplicates)} listed twice")
         return nodes
