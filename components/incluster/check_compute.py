@@ -96,8 +96,10 @@ def _timeline(name: str, label: str, m: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _baseline_problems(e: Expectation, name: str, r: Mapping[str, Any], base: Mapping[str, Any]) -> list[str]:
-    """The baseline is the same launches, unlimited, in the same stack: library, grid and limit compared."""
+def _baseline_problems(e: Expectation, name: str, r: Mapping[str, Any], m: Mapping[str, Any],
+                       base: Mapping[str, Any]) -> list[str]:  # fmt: skip
+    """The baseline (`base`) is the same launches as the measured run (`m`), unlimited, in the same stack: library,
+    grid and limit compared."""
     problems = []
     baseline = r.get("baseline") or {}
     env = baseline.get("env")
@@ -114,7 +116,6 @@ def _baseline_problems(e: Expectation, name: str, r: Mapping[str, Any], base: Ma
     if limited and str(env.get(lift_key) or "").lower() != lift_value:
         problems.append(f"Pod {name}: the baseline ran under {key}={limit} with {lift_key}={env.get(lift_key)}:"
                         " it was limited too, so no share of it is a share of the card")  # fmt: skip
-    m = (r.get("shapes") or {}).get(JUDGED_SHAPE) or {}
     grid, base_grid = [m.get(k) for k in GRID_KEYS], [base.get(k) for k in GRID_KEYS]
     if grid != base_grid:
         problems.append(f"Pod {name}: the baseline ran {base_grid[0]} blocks × {base_grid[1]} threads ×"
@@ -178,7 +179,7 @@ def _compute_limited(ev: Evidence) -> Judgement:
             problems.append(f"Pod {name}: a {window} s window is too short (≥ {MIN_COMPUTE_SECONDS} s)")
         problems += _timeline(name, "measured run", m)
         if base:
-            problems += _timeline(name, "baseline", base) + _baseline_problems(e, name, r, base)
+            problems += _timeline(name, "baseline", base) + _baseline_problems(e, name, r, m, base)
         if not r.get("gpu_uuid") or r.get("gpu_uuid") != memory_uuid:
             problems.append(
                 f"Pod {name}: compute ran on {r.get('gpu_uuid')}, the memory probe on {memory_uuid}: not shown to be"
