@@ -59,9 +59,9 @@ def finding(raw: Mapping[str, Any], **where: Any) -> dict[str, Any]:
 def pod_try_finding(ev: Evidence, pod_try: PodTry) -> dict[str, Any]:
     """What one Pod-level try got: more than the quota in one allocation is a way around it."""
     e, where = ev.expect, {"pod": pod_try.pod, "probe": "pod-try"}
-    if pod_try.id == escape.TRY_ID:  # no slice asked: what it reached at all, not what it got past a quota
-        return finding(escape.observe(ev, pod_try), **where)
     result = probe_results(ev.pod(pod_try.pod).get("logs") or "").get("memory")
+    if result is not None and pod_try.id == escape.TRY_ID:  # no slice asked: what it reached, not past a quota
+        return finding(escape.observe(result, pod_try), **where)
     if result is None or result.get("largest_alloc_mib") is None:
         why = ev.missing(pod_try.pod) if result is None else f"its probe measured no allocation{probe_error(result)}"
         return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": "nothing measured", "why": why}, **where)
