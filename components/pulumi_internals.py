@@ -8,6 +8,7 @@ instead of planning wrongly. constraints.txt pins the versions these were read a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import importlib
@@ -47,6 +48,9 @@ INTERNALS: tuple[Internal, ...] = (
              attributes=("outputs",)),
     Internal("pulumi.runtime.mocks", "MockMonitor", "record every registration with its options",
              attributes=("RegisterResource", "RegisterResourceOutputs")),
+    Internal("pulumi.runtime.settings", "get_monitor", "tell the offline plan's mock engine from a real preview"),
+    Internal("pulumi", "Output", "make an output a real preview shows as unknown",
+             parameters=("resources", "future", "is_known")),
     Internal("pulumi.runtime.config", "CONFIG", "list the config keys the stack sets", attributes=("get",)),
     Internal("pulumi.runtime.config", "get_config_env", "list the config keys the engine passes by environment"),
     Internal("pulumi.runtime.config", "get_config", "read one config value by its full key"),
@@ -167,6 +171,20 @@ def offline_shortcuts() -> Iterator[None]:
 def root_resource() -> Any:
     """The stack resource of the program that just ran (its `outputs` are the stack outputs)."""
     return _named("pulumi.runtime.settings", "get_root_resource")()
+
+
+def offline_plan() -> bool:
+    """True under the offline plan's mock engine (components/plan.py); False under a real engine's preview or up."""
+    return isinstance(_named("pulumi.runtime.settings", "get_monitor")(), MockMonitor)
+
+
+def unknown_output() -> Any:
+    """An output a preview shows as unknown (`output<string>`), as it shows any value known only after `up`."""
+    loop = asyncio.get_event_loop()
+    value, known = loop.create_future(), loop.create_future()
+    value.set_result(None)
+    known.set_result(False)
+    return _named("pulumi", "Output")(set(), value, known)
 
 
 def reset_pending_outputs() -> None:

@@ -25,6 +25,7 @@ MIB = 1 << 20
 
 
 memory = load_probe("memory")
+findings = load_probe("memory_findings")
 OOM_WITH_THREAD = (
     "[HAMI-core ERROR (pid:54 thread=133390658244608 allocator.c:52)]: Device 0 OOM 8629780480 / 8388608000"
 )
@@ -290,7 +291,7 @@ def test_created_context_is_not_called_a_bypass_when_a_fresh_primary_context_fit
 ) -> None:
     monkeypatch.setenv("CUDA_DEVICE_MEMORY_LIMIT_0", "4000m")
     runner = _h200_hami_child(4000, 0, "/tmp/pod.cache")  # a child whose primary context is charged nothing
-    found = memory.context_finding(3482, 518, 4000, runner, [])
+    found = findings.context_finding(3482, 518, 4000, runner, [])
     assert found["bypassed"] is None and "cannot single out cuCtxCreate" in found["why"]
 
 
@@ -448,15 +449,15 @@ def test_a_pod_whose_context_went_uncharged_is_a_context_charge_bypass_with_the_
 def test_the_context_charge_is_judged_against_nvmls_count_or_the_largest_charge_seen(
     charged: int, own: int | None, control: int | None, bypassed: bool | None, over: int | None
 ) -> None:
-    found = memory.charge_finding(charged, 4000, {"a fresh control child's charge": control}, own)
+    found = findings.charge_finding(charged, 4000, {"a fresh control child's charge": control}, own)
     assert found["bypassed"] is bypassed and found.get("over_quota_mib") == over
 
 
 def test_a_neighbour_charged_in_full_shows_the_uncharged_pod_even_when_its_control_raced_too() -> None:
-    alone = memory.charge_finding(0, 4000, {"a fresh control child's charge": 0}, None)
+    alone = findings.charge_finding(0, 4000, {"a fresh control child's charge": 0}, None)
     assert alone["bypassed"] is False  # its own control was charged 0 as well: nothing to see from inside
     found = {**alone, "pod": "gpu-slice-b", "probe": "memory"}
-    (again,) = memory.with_neighbours([found], {"gpu-slice-a": 518, "gpu-slice-b": 0})
+    (again,) = findings.with_neighbours([found], {"gpu-slice-a": 518, "gpu-slice-b": 0})
     assert again["bypassed"] is True and again["over_quota_mib"] == 518 and again["pod"] == "gpu-slice-b"
     assert again["references_mib"] == {"a fresh control child's charge": 0, "neighbour gpu-slice-a's charge": 518}
 

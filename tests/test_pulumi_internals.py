@@ -15,6 +15,7 @@ from tests.conftest import ROOT
 PRIVATE_USE = re.compile(
     r"(?:pulumi|pulumi_policy)(?:\.\w+)*\._\w+"
     r"|from pulumi\.runtime\.(?:settings|stack|sync_await|mocks|rpc|config) import"
+    r"|pulumi\.runtime\.(?:settings|stack|sync_await|mocks|rpc|config)\.\w+"
     r"|from pulumi\.runtime import (?:settings|stack|rpc|config)\b"
     r"|from pulumi_policy(?:\.(?:deserialize|proxy|policy))? import (?:deserialize|proxy|policy)\b"
     r"|from pulumi_policy\.(?:deserialize|proxy|policy) import"

@@ -357,7 +357,7 @@ def test_a_real_preview_shows_the_verdict_as_unknown_and_the_offline_plan_shows_
 
     offline = fresh_plan("k3s")
     assert offline.outputs["verification"]["passed"] is None and offline.outputs["verification"]["checks"]
-    monkeypatch.setattr(collect, "is_offline_plan", lambda: False)  # what a `pulumi preview` on the engine sees
+    monkeypatch.setattr(collect, "offline_plan", lambda: False)  # what a `pulumi preview` on the engine sees
     real = fresh_plan("k3s")
     assert (real.outputs["verification"], real.outputs["report"], real.outputs["gpuAudit"]) == ("[unknown]",) * 3
 

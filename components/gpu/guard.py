@@ -18,18 +18,25 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.contracts.guard import GuardMode
+from components.incluster import audit
 
 VALIDATION_ACTIONS: dict[str, list[str]] = {"deny": ["Deny"], "warn": ["Warn"]}
 NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace (NamespaceDefaultLabelName); no tenant can set another's."""
 
 
+def _cel_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
 _CONTAINERS = (
     "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
 )
 _GPU_LIMIT = (
-    "(has(c.resources) && has(c.resources.limits) && c.resources.limits.exists(k, k.startsWith('nvidia.com/')))"
+    "(has(c.resources) && has(c.resources.limits)"
+    f" && c.resources.limits.exists(k, k.startsWith('{audit.GPU_RESOURCE_PREFIX}')))"
 )
+_DEVICE_PATHS = " || ".join(f"v.hostPath.path.startsWith('{p}')" for p in audit.DEVICE_PATH_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class GuardRule:
     message: str
 
 
+# Names, values and paths are the audit's (incluster/audit.py): what it counts unlimited, the guard refuses.
 RULES: dict[str, GuardRule] = {
     rule.id: rule
     for rule in (
@@ -49,29 +57,29 @@ RULES: dict[str, GuardRule] = {
         # plugin/server.go, Allocate) and then mounts no ld.so.preload.
         GuardRule(
             "cuda-disable-control",
-            "!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name == 'CUDA_DISABLE_CONTROL'"
-            " && has(e.value) && e.value.matches('^(1|t|T|TRUE|true|True)$')))",
-            "CUDA_DISABLE_CONTROL=true turns HAMi-core off for this Pod: remove it",
+            f"!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name == '{audit.DISABLE_CONTROL}'"
+            f" && has(e.value) && e.value.matches('^({'|'.join(audit.PARSE_BOOL_TRUE)})$')))",
+            f"{audit.DISABLE_CONTROL}=true turns HAMi-core off for this Pod: remove it",
         ),
         # The isolator's webhook skips a Pod so annotated, in any case (kai_sharing.py, INJECT_ANNOTATION).
         GuardRule(
             "isolator-inject-false",
-            "!(has(object.metadata.annotations) && 'kai-resource-isolator.io/inject' in object.metadata.annotations"
-            " && object.metadata.annotations['kai-resource-isolator.io/inject'].matches('^(?i)false$'))",
-            'kai-resource-isolator.io/inject: "false" keeps HAMi-core out of this Pod: remove the annotation',
+            f"!(has(object.metadata.annotations) && '{audit.ISOLATOR_INJECT}' in object.metadata.annotations"
+            f" && object.metadata.annotations['{audit.ISOLATOR_INJECT}'].matches('^(?i)false$'))",
+            f'{audit.ISOLATOR_INJECT}: "false" keeps HAMi-core out of this Pod: remove the annotation',
         ),
         # The toolkit honours the variable in any container it runs (nvidia-container-toolkit v1.20.0
         # internal/config/image/cuda_image.go:281, VisibleDevices); void and none name no device.
         GuardRule(
             "visible-devices-without-request",
-            "!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES'"
-            f" && !(has(e.value) && e.value in ['', 'void', 'none'])) && !{_GPU_LIMIT})",
-            "NVIDIA_VISIBLE_DEVICES without a GPU request reaches every card outside the quota: request the GPU",
+            f"!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name == '{audit.VISIBLE_DEVICES}'"
+            f" && !(has(e.value) && e.value in {_cel_list(audit.NO_DEVICE_VALUES)})) && !{_GPU_LIMIT})",
+            f"{audit.VISIBLE_DEVICES} without a GPU request reaches every card outside the quota: request the GPU",
         ),
         GuardRule(
             "device-host-path",
             "!(has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.hostPath)"
-            " && (v.hostPath.path.startsWith('/dev/nvidia') || v.hostPath.path in ['/', '/dev', '/dev/'])))",
+            f" && ({_DEVICE_PATHS} || v.hostPath.path in {_cel_list(audit.WHOLE_DEVICE_TREES)})))",
             "a hostPath of /dev/nvidia* (or /dev, /) reaches the cards without a request: request the GPU",
         ),
     )

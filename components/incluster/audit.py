@@ -22,11 +22,11 @@ CLASSES = (LIMITED, UNLIMITED, SYSTEM)
 GPU_RESOURCE_PREFIX = "nvidia.com/"
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 # The toolkit reads these values as "no device" (nvidia-container-toolkit internal/config/image/cuda_image.go).
-NO_DEVICE_VALUES = frozenset({"", "void", "none"})
+NO_DEVICE_VALUES = ("", "void", "none")
 DISABLE_CONTROL = "CUDA_DISABLE_CONTROL"
 # HAMi's device plugin reads it with Go's strconv.ParseBool (HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/
 # server.go, Allocate): these are its true values.
-PARSE_BOOL_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+PARSE_BOOL_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 HAMI_ALLOCATED = "hami.io/vgpu-devices-allocated"
 # HAMi's slice resources (the hami-scheduler-device ConfigMap the chart renders: resourceMemoryName, ...).
 HAMI_SLICE_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpumem-percentage")

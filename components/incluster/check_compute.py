@@ -16,7 +16,9 @@ try:
         Rule,
         enforces_nothing,
         library_absent,
+        library_mapped,
         not_ok,
+        preloaded,
         verdict,
     )
     from .evidence import Evidence, probe_error
@@ -30,7 +32,9 @@ except ImportError:  # mounted flat in a Pod
         Rule,
         enforces_nothing,
         library_absent,
+        library_mapped,
         not_ok,
+        preloaded,
         verdict,
     )
     from evidence import Evidence, probe_error  # type: ignore[no-redef]
@@ -72,11 +76,6 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _mapped(e: Expectation, part: Mapping[str, Any] | None) -> bool:
-    library = e.preload_library or "libvgpu.so"
-    return any(str(x).endswith(library) for x in ((part or {}).get("preload") or {}).get("mapped") or [])
-
-
 def _timeline(name: str, label: str, m: Mapping[str, Any]) -> list[str]:
     """The per-second timeline against the window it claims: its length, and its window's mean against mean_per_s."""
     timeline, mean = m.get("timeline_per_s"), _number(m.get("mean_per_s"))
@@ -97,26 +96,26 @@ def _timeline(name: str, label: str, m: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _baseline_problems(e: Expectation, name: str, r: Mapping[str, Any], base: Mapping[str, Any]) -> list[str]:
-    """The baseline is the same launches, unlimited, in the same stack: library, grid and limit compared."""
+def _baseline_problems(e: Expectation, name: str, r: Mapping[str, Any], m: Mapping[str, Any],
+                       base: Mapping[str, Any]) -> list[str]:  # fmt: skip
+    """The baseline (`base`) is the same launches as the measured run (`m`), unlimited, in the same stack: library,
+    grid and limit compared."""
     problems = []
     baseline = r.get("baseline") or {}
     env = baseline.get("env")
     if not isinstance(env, Mapping):
         return [f"Pod {name}: the baseline reports no env, so it is not shown to be unlimited"]
-    library = e.preload_library or "libvgpu.so"
-    if _mapped(e, r) != _mapped(e, baseline):
-        where = ("the measured run", "the baseline") if _mapped(e, r) else ("the baseline", "the measured run")
-        problems.append(f"Pod {name}: {library} was mapped into {where[0]} but not into {where[1]}: the share"
+    if library_mapped(e, r) != library_mapped(e, baseline):
+        where = ("the measured run", "the baseline") if library_mapped(e, r) else ("the baseline", "the measured run")
+        problems.append(f"Pod {name}: {preloaded(e)} was mapped into {where[0]} but not into {where[1]}: the share"
                         " compares two different stacks")  # fmt: skip
     key = COMPUTE_LIMIT_ENV[e.mechanism]
     lift_key, lift_value = NO_LIMIT[e.mechanism]
     limit = env.get(key)
-    limited = limit not in (None, "", "0", "100") and (e.mechanism == "mps" or _mapped(e, baseline))
+    limited = limit not in (None, "", "0", "100") and (e.mechanism == "mps" or library_mapped(e, baseline))
     if limited and str(env.get(lift_key) or "").lower() != lift_value:
         problems.append(f"Pod {name}: the baseline ran under {key}={limit} with {lift_key}={env.get(lift_key)}:"
                         " it was limited too, so no share of it is a share of the card")  # fmt: skip
-    m = (r.get("shapes") or {}).get(JUDGED_SHAPE) or {}
     grid, base_grid = [m.get(k) for k in GRID_KEYS], [base.get(k) for k in GRID_KEYS]
     if grid != base_grid:
         problems.append(f"Pod {name}: the baseline ran {base_grid[0]} blocks × {base_grid[1]} threads ×"
@@ -180,7 +179,7 @@ def _compute_limited(ev: Evidence) -> Judgement:
             problems.append(f"Pod {name}: a {window} s window is too short (≥ {MIN_COMPUTE_SECONDS} s)")
         problems += _timeline(name, "measured run", m)
         if base:
-            problems += _timeline(name, "baseline", base) + _baseline_problems(e, name, r, base)
+            problems += _timeline(name, "baseline", base) + _baseline_problems(e, name, r, m, base)
         if not r.get("gpu_uuid") or r.get("gpu_uuid") != memory_uuid:
             problems.append(
                 f"Pod {name}: compute ran on {r.get('gpu_uuid')}, the memory probe on {memory_uuid}: not shown to be"

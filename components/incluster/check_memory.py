@@ -238,7 +238,7 @@ def _neighbor_isolation(ev: Evidence) -> Judgement:
     for name, r in results.items():
         hold = _hold_and_extra(e, name, r, problems)
         spans[name] = _holds(ev, name, r)
-        start, end = (timestamp(((r.get("phases") or {}).get("hold") or {}).get(k)) for k in ("started_at", "ended_at"))
+        start, end = timestamp(hold.get("started_at")), timestamp(hold.get("ended_at"))
         if start is not None and end is not None and end < start:
             problems.append(f"Pod {name}: its hold ended before it started ({hold.get('started_at')} →"
                             f" {hold.get('ended_at')})")  # fmt: skip

@@ -107,9 +107,16 @@ def _refused_since_creation(pod: Mapping[str, Any], event_reason: str, reason: s
     )  # fmt: skip
 
 
-def _proof_pods_not_running(ev: Evidence, held: str) -> list[str]:
-    """The over-commit Pod proves the accounting only while both proof Pods hold their `held` (slice or slot)."""
-    return [
+def _kept_out(ev: Evidence, pod: Mapping[str, Any], event_reason: str, held: str, given: str, why: str) -> list[str]:
+    """What every over-commit must show, slices or slots: the Pod unscheduled (`given`: what it got all the same),
+    refused by `event_reason` since its creation, while both proof Pods run and so hold their `held`."""
+    name, reason = ev.expect.overcommit_pod or "", ev.expect.pending_reason or ""
+    problems = []
+    if pod.get("phase") != "Pending" or pod.get("nodeName") or given:
+        problems.append(f"{name} was scheduled (phase {pod.get('phase')}, node {pod.get('nodeName')}{given}): {why}")
+    if not _refused_since_creation(pod, event_reason, reason):
+        problems.append(f"{name} has no {event_reason} event naming {reason} since its creation")
+    return problems + [
         f"proof Pod {proof} is {phase}, not Running: its {held} was not held during the test"
         for proof in ev.names
         if (phase := ev.pod(proof).get("phase")) != "Running"
@@ -151,14 +158,8 @@ def _overcommit_slots_rejected(ev: Evidence) -> Judgement:
             f"{name} asks {asked} of node {node}'s allocatable {SLOT_RESOURCE}={allocatable} with {taken} taken by"
             " the proof Pods: only an ask above what is left and within the node shows the slots keep it out"
         )
-    if pod.get("phase") != "Pending" or pod.get("nodeName"):
-        problems.append(
-            f"{name} was scheduled (phase {pod.get('phase')}, node {pod.get('nodeName')}): the node took more"
-            " clients than its cards were shared into"
-        )
-    if not _refused_since_creation(pod, SLOT_REFUSAL_EVENT, reason):
-        problems.append(f"{name} has no {SLOT_REFUSAL_EVENT} event naming {reason} since its creation")
-    problems += _proof_pods_not_running(ev, "slot")
+    problems += _kept_out(ev, pod, SLOT_REFUSAL_EVENT, "slot", "", "the node took more clients than its cards were"
+                          " shared into")  # fmt: skip
     return verdict(problems, f"{name} is Pending with {SLOT_REFUSAL_EVENT} … {reason} while the proof Pods run", seen)
 
 
@@ -194,15 +195,9 @@ def _overcommit_rejected(ev: Evidence) -> Judgement:
     allocated = parse_allocation(
         (pod.get("annotations") or {}).get(e.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION)
     )
-    if pod.get("phase") != "Pending" or pod.get("nodeName") or allocated:
-        problems.append(
-            f"{name} was scheduled (phase {pod.get('phase')}, node {pod.get('nodeName')}"
-            + (f", given {allocated[0]['uuid']}" if allocated else "")
-            + "): the card's memory was not accounted as one budget"
-        )
-    if not _refused_since_creation(pod, "FilteringFailed", reason):
-        problems.append(f"{name} has no FilteringFailed event naming {reason} since its creation")
-    problems += _proof_pods_not_running(ev, "slice")
+    given = f", given {allocated[0]['uuid']}" if allocated else ""
+    problems += _kept_out(ev, pod, "FilteringFailed", "slice", given, "the card's memory was not accounted as one"
+                          " budget")  # fmt: skip
     return verdict(problems, f"{name} is Pending with FilteringFailed … {reason} while the proof Pods run", seen)
 
 

@@ -4,7 +4,7 @@ Standard library only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 try:
@@ -145,25 +145,35 @@ def _free_within_total(name: str, r: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _view_totals(ev: Evidence, want: int) -> tuple[list[str], list[str]]:
-    """Both totals equal `want`: the view HAMi-core rewrites (cuMemGetInfo and NVML alike)."""
+TotalsJudge = Callable[[str, Mapping[str, Any], Any, Any], list[str]]
+"""(Pod, its memory result, cuMemGetInfo total, NVML total) → what is wrong with those totals."""
+
+
+def _views(ev: Evidence, judge_totals: TotalsJudge) -> tuple[list[str], list[str]]:
+    """Each Pod's two totals, free memory within each, and `judge_totals(name, result, cuda, nvml)`'s problems."""
     results, problems = ev.all_memory()
     seen = []
     for name, r in results.items():
         cuda, nvml = r.get("visible_total_mib"), r.get("nvml_total_mib")
         seen.append(f"{name}: CUDA {cuda} MiB, NVML {nvml} MiB")
-        problems += _free_within_total(name, r)
-        for label, value in (("cuMemGetInfo", cuda), ("NVML", nvml)):
-            if value is None:
-                problems.append(f"Pod {name}: {label} total unknown{probe_error(r)}")
-            elif int(value) != want:
-                problems.append(f"Pod {name}: {label} total is {value} MiB, not {want}")
+        problems += _free_within_total(name, r) + judge_totals(name, r, cuda, nvml)
     return problems, seen
 
 
 def _view_rewritten(ev: Evidence) -> Judgement:
+    """Both totals equal the slice's view: what HAMi-core rewrites (cuMemGetInfo and NVML alike)."""
     e = ev.expect
-    problems, seen = _view_totals(ev, e.visible_mib)
+
+    def totals(name: str, r: Mapping[str, Any], cuda: Any, nvml: Any) -> list[str]:
+        problems = []
+        for label, value in (("cuMemGetInfo", cuda), ("NVML", nvml)):
+            if value is None:
+                problems.append(f"Pod {name}: {label} total unknown{probe_error(r)}")
+            elif int(value) != e.visible_mib:
+                problems.append(f"Pod {name}: {label} total is {value} MiB, not {e.visible_mib}")
+        return problems
+
+    problems, seen = _views(ev, totals)
     _whole_gpu(ev, seen, problems)
     return verdict(problems, f"each Pod sees {e.visible_mib} MiB of the {e.card_mib} MiB card", seen)
 
@@ -172,19 +182,18 @@ def _view_kept(ev: Evidence) -> Judgement:
     """The whole card, as a fact: NVML reports the card as nvidia-smi does; cuMemGetInfo the card less what the
     driver keeps back (616 MiB on an H200), never the slice."""
     e = ev.expect
-    results, problems = ev.all_memory()
-    seen = []
-    for name, r in results.items():
-        cuda, nvml = r.get("visible_total_mib"), r.get("nvml_total_mib")
-        seen.append(f"{name}: CUDA {cuda} MiB, NVML {nvml} MiB")
-        problems += _free_within_total(name, r)
+
+    def totals(name: str, r: Mapping[str, Any], cuda: Any, nvml: Any) -> list[str]:
         if cuda is None or nvml is None:
-            problems.append(f"Pod {name}: a total is unknown (CUDA {cuda}, NVML {nvml}){probe_error(r)}")
-            continue
+            return [f"Pod {name}: a total is unknown (CUDA {cuda}, NVML {nvml}){probe_error(r)}"]
+        problems = []
         if int(nvml) != e.card_mib:
             problems.append(f"Pod {name}: NVML total is {nvml} MiB, not the card's {e.card_mib}")
         if not e.card_mib - MAX_CONTEXT_OVERHEAD_MIB <= int(cuda) <= e.card_mib:
             problems.append(f"Pod {name}: cuMemGetInfo total is {cuda} MiB, not the {e.card_mib} MiB card")
+        return problems
+
+    problems, seen = _views(ev, totals)
     return verdict(problems, f"not rewritten by {e.mechanism}: each Pod sees the whole {e.card_mib} MiB card", seen)
 
 

@@ -84,13 +84,21 @@ def env_problems(name: str, env: Mapping[str, Any], wanted: Mapping[str, Any]) -
     return problems
 
 
+def preloaded(e: Expectation) -> str:
+    """The library a process must map to be held by HAMi-core (the expectation's, else HAMi-core's own)."""
+    return e.preload_library or "libvgpu.so"
+
+
+def library_mapped(e: Expectation, part: Mapping[str, Any] | None) -> bool:
+    """Whether a probe's result (or its baseline's) found that library mapped into its process."""
+    return any(str(x).endswith(preloaded(e)) for x in ((part or {}).get("preload") or {}).get("mapped") or [])
+
+
 def library_absent(e: Expectation, name: str, r: Mapping[str, Any]) -> list[str]:
     """Under HAMi-core, the reason nothing can hold: the probe found the library mapped nowhere in its process."""
     preload = r.get("preload")
-    library = e.preload_library or "libvgpu.so"
-    if e.mechanism != "hami-core" or not isinstance(preload, Mapping):
-        return []
-    if any(str(x).endswith(library) for x in preload.get("mapped") or []):
+    library = preloaded(e)
+    if e.mechanism != "hami-core" or not isinstance(preload, Mapping) or library_mapped(e, r):
         return []
     return [
         f"Pod {name}: {library} is not mapped into the probe process (listed: {preload.get('listed') or []}):"

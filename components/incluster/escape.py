@@ -8,28 +8,25 @@ Standard library only; the judge turns the raw finding into the one finding shap
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 try:
-    from .evidence import Evidence, probe_error
+    from .evidence import probe_error
     from .expectation import PodTry
-    from .parse import probe_results
 except ImportError:  # mounted flat in a Pod
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
+    from evidence import probe_error  # type: ignore[no-redef]
     from expectation import PodTry  # type: ignore[no-redef]
-    from parse import probe_results  # type: ignore[no-redef]
 
 TRY_ID = "visible-devices-all"
 ENV = {"NVIDIA_VISIBLE_DEVICES": "all"}
 TRIED = "a Pod with no GPU request setting NVIDIA_VISIBLE_DEVICES=all, beside the proof Pods"
 
 
-def observe(ev: Evidence, pod_try: PodTry) -> dict[str, Any]:
-    """The raw finding: bypassed when the probe reached a GPU at all, held when CUDA found none."""
+def observe(result: Mapping[str, Any], pod_try: PodTry) -> dict[str, Any]:
+    """The raw finding from the try Pod's memory probe: bypassed when it reached a GPU at all, held when CUDA found
+    none (the judge says why a Pod that reported nothing measured nothing)."""
     raw: dict[str, Any] = {"id": pod_try.id, "tried": pod_try.tried}
-    result = probe_results(ev.pod(pod_try.pod).get("logs") or "").get("memory")
-    if result is None:
-        return {**raw, "observed": "nothing measured", "why": ev.missing(pod_try.pod)}
     if not result.get("gpu_uuid"):
         # The probe ran and CUDA found no device (or no driver library at all): the runtime handed it nothing.
         return {**raw, "observed": f"no GPU reached{probe_error(result)}", "bypassed": False}

@@ -11,12 +11,14 @@ from typing import Any
 
 try:
     from . import escape
+    from .check_rule import library_mapped, preloaded
     from .checks import REGISTRY
     from .evidence import Evidence, probe_error
     from .expectation import Expectation, PodTry
     from .parse import probe_results
 except ImportError:  # mounted flat in a Pod
     import escape  # type: ignore[no-redef]
+    from check_rule import library_mapped, preloaded  # type: ignore[no-redef]
     from checks import REGISTRY  # type: ignore[no-redef]
     from evidence import Evidence, probe_error  # type: ignore[no-redef]
     from expectation import Expectation, PodTry  # type: ignore[no-redef]
@@ -57,16 +59,14 @@ def finding(raw: Mapping[str, Any], **where: Any) -> dict[str, Any]:
 def pod_try_finding(ev: Evidence, pod_try: PodTry) -> dict[str, Any]:
     """What one Pod-level try got: more than the quota in one allocation is a way around it."""
     e, where = ev.expect, {"pod": pod_try.pod, "probe": "pod-try"}
-    if pod_try.id == escape.TRY_ID:  # no slice asked: what it reached at all, not what it got past a quota
-        return finding(escape.observe(ev, pod_try), **where)
     result = probe_results(ev.pod(pod_try.pod).get("logs") or "").get("memory")
+    if result is not None and pod_try.id == escape.TRY_ID:  # no slice asked: what it reached, not past a quota
+        return finding(escape.observe(result, pod_try), **where)
     if result is None or result.get("largest_alloc_mib") is None:
         why = ev.missing(pod_try.pod) if result is None else f"its probe measured no allocation{probe_error(result)}"
         return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": "nothing measured", "why": why}, **where)
     largest = int(result["largest_alloc_mib"])
-    mapped = [str(x) for x in ((result.get("preload") or {}).get("mapped") or [])]
-    library = e.preload_library or "libvgpu.so"
-    loaded = any(x.endswith(library) for x in mapped)
+    library, loaded = preloaded(e), library_mapped(e, result)
     observed = (
         f"largest single allocation {largest} MiB against the {e.limit_mib:.0f} MiB quota;"
         f" {library} {'mapped' if loaded else 'not mapped'} into the process"

@@ -39,22 +39,7 @@ from _cuda import (
     touch,
     write_result_file,
 )
-from memory_findings import (  # noqa: F401 (the findings and the OOM line's reader, named here for callers)
-    CHILD_TIMEOUT_S,
-    ChildRunner,
-    all_findings,
-    charge_finding,
-    context_charge_finding,
-    context_finding,
-    fresh_cache_finding,
-    mps_pinned_finding,
-    mps_pipe_finding,
-    own_context_mib,
-    own_limit_finding,
-    parse_oom_line,
-    run_child,
-    with_neighbours,
-)
+from memory_findings import ChildRunner, all_findings, own_context_mib, parse_oom_line, run_child
 
 # The HAMi-core env that says this process is memory-limited (HAMi sets the indexed one, KAI's binder the other).
 HAMI_MEMORY_KEYS = ("CUDA_DEVICE_MEMORY_LIMIT_0", "CUDA_DEVICE_MEMORY_LIMIT")

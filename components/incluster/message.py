@@ -31,9 +31,9 @@ WHOLE_VERDICT = 'the verifier Pod\'s log, on the JSON line with "kind": "verific
 CHECK_KEYS = ("id", "passed", "observed", "evidence")
 
 
-def log_line(result: Mapping[str, Any]) -> str:
-    """The verifier log's line that carries the whole verdict (what `digest` names)."""
-    return json.dumps({"kind": "verification", **result}, sort_keys=True)
+def log_line(payload: Mapping[str, Any], kind: str = "verification") -> str:
+    """One JSON line of the verifier's log: the evidence, or the whole verdict (the line `digest` names)."""
+    return json.dumps({"kind": kind, **payload}, sort_keys=True)
 
 
 def digest(result: Mapping[str, Any]) -> str:

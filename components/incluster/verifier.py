@@ -21,7 +21,6 @@ Environment:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -282,10 +281,6 @@ def verify(
 # ---------------------------------------------------------------- entry point
 
 
-def _emit(kind: str, payload: Mapping[str, Any]) -> None:
-    print(json.dumps({"kind": kind, **payload}, sort_keys=True), flush=True)
-
-
 def main(
     env: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.monotonic,
@@ -314,7 +309,7 @@ def main(
             grace=float(setting["GPUSHARE_OVERCOMMIT_GRACE_SECONDS"]),
             try_grace=float(setting["GPUSHARE_TRY_GRACE_SECONDS"]),
         )
-        _emit("evidence", evidence)
+        print(message.log_line(evidence, "evidence"), flush=True)
     except Exception as exc:  # a crash still ends in a verdict, so Pulumi reads why instead of a timeout
         traceback.print_exc()
         reason = f"verifier crashed: {type(exc).__name__}: {exc}"

@@ -7,7 +7,6 @@ planned checks with `passed: None`.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.incluster import audit, judge, message
 from components.incluster.expectation import Expectation
+from components.pulumi_internals import offline_plan, unknown_output
 from components.reader_account import reader_account
 from components.verify import report
 from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_ENDED
@@ -56,22 +56,6 @@ class VerifierArgs:
     ready: Sequence[pulumi.Resource] = ()
     run_id: str = "1"
     """A new value replaces the verifier Pod, so it judges the new proof Pods."""
-
-
-def is_offline_plan() -> bool:
-    """True under the offline plan's mock engine (components/plan.py), where the planned verdict is shown."""
-    from components.pulumi_internals import MockMonitor
-
-    return isinstance(pulumi.runtime.settings.get_monitor(), MockMonitor)
-
-
-def unknown_output() -> pulumi.Output[Any]:
-    """An output a preview shows as unknown (`output<string>`), as it shows any value known only after `up`."""
-    loop = asyncio.get_event_loop()
-    value, known = loop.create_future(), loop.create_future()
-    value.set_result(None)
-    known.set_result(False)
-    return pulumi.Output(set(), value, known)
 
 
 def planned_verification(expect: Expectation) -> dict[str, Any]:
@@ -239,7 +223,7 @@ class Verifier(pulumi.ComponentResource):
             ),
         )
 
-        if pulumi.runtime.is_dry_run() and not is_offline_plan():
+        if pulumi.runtime.is_dry_run() and not offline_plan():
             # A real preview has run nothing: the verdict is not known yet, neither the last one nor a planned one.
             self.verification = unknown_output()
             self.report = unknown_output()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components.incluster import message
 from components.incluster.expectation import Expectation
 
 SYSTEMS = {
@@ -110,8 +111,9 @@ def _findings(verification: Mapping[str, Any]) -> list[str]:
     lines = ["## Findings (reported, never counted into the result)", ""]
     if hidden:
         lines += [
-            f"{hidden} of {total} findings could not be shown here: the termination message holds 4096 bytes. All of"
-            f" them are in {verification.get('wholeVerdict')} ({verification.get('digest')}).",
+            f"{hidden} of {total} findings could not be shown here: the termination message holds"
+            f" {message.LIMIT_BYTES} bytes. All of them are in {verification.get('wholeVerdict')}"
+            f" ({verification.get('digest')}).",
             "",
         ]
     if not findings:

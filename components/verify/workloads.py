@@ -94,12 +94,16 @@ def _gib_list(values: Sequence[float]) -> str:
     return ",".join(f"{v:g}" for v in values)
 
 
+def _memory_probe(probes: ProbeSettings) -> list[str]:
+    """The memory probe with the quota it expects (none where the mechanism sets none)."""
+    expected = [] if probes.expect_limit_mib is None else ["--expect-limit-mib", str(probes.expect_limit_mib)]
+    return ["python3", f"{MOUNT_PATH}/memory.py", "--json", *expected]
+
+
 def memory_command(probes: ProbeSettings) -> list[str]:
     """The memory probe's argv: the expected quota, the labs' phases, and a hold kept for the later checks."""
-    expected = [] if probes.expect_limit_mib is None else ["--expect-limit-mib", str(probes.expect_limit_mib)]
     return [
-        "python3", f"{MOUNT_PATH}/memory.py", "--json",
-        *expected,
+        *_memory_probe(probes),
         "--hold-mib", str(probes.hold_mib),
         "--hold-seconds", str(probes.hold_seconds),
         "--extra-mib", str(probes.extra_mib),
@@ -129,10 +133,8 @@ def try_pod_name(prefix: str, try_id: str) -> str:
 
 def try_command(probes: ProbeSettings) -> list[str]:
     """A short memory probe: the view, the preload and the largest allocation; no hold, sweep or findings."""
-    expected = [] if probes.expect_limit_mib is None else ["--expect-limit-mib", str(probes.expect_limit_mib)]
     return [
-        "python3", f"{MOUNT_PATH}/memory.py", "--json",
-        *expected,
+        *_memory_probe(probes),
         "--hold-mib", "1", "--hold-seconds", "0", "--extra-mib", "0", "--sweep-gib", "",
     ]  # fmt: skip
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from components.incluster import escape
 from components.incluster.checks import REGISTRY
 from components.incluster.expectation import Expectation
 
@@ -33,7 +34,7 @@ POD_ANNOTATION_PARTS: dict[str, str] = {
 }
 """Per sharing system, the Pod annotations host-run checks read in a cluster (`hostProof` skips them on a host)."""
 NEEDS_CONTAINER_RUNTIME: dict[str, str] = {
-    "visible-devices-all": "NVIDIA_VISIBLE_DEVICES=all reaches a GPU only through the nvidia container runtime's"
+    escape.TRY_ID: "NVIDIA_VISIBLE_DEVICES=all reaches a GPU only through the nvidia container runtime's"
     " hook; a host process sees every card anyway",
 }
 """Pod-level tries that need a container runtime, not only a cluster: named apart in the host verdict."""

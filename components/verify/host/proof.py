@@ -111,6 +111,12 @@ def measure_baseline(expect: Mapping[str, Any], options: HostOptions, log: Calla
     return path, how
 
 
+def context_charges(outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
+    """Each Pod's context charge from its probes' output (Pod → probe → result): what `with_neighbours` judges
+    each Pod's context-charge finding beside, where a host's Pods start at once."""
+    return {name: (out.get("memory") or {}).get("context_overhead_mib") for name, out in outputs.items()}
+
+
 def not_run(expect: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The planned cluster-only checks, each passed null with the reason; and the cluster-only parts left out."""
     planned = {c["id"]: c for c in judge.planned_checks(Expectation.parse(dict(expect)))}
@@ -180,7 +186,7 @@ def prove(
         }
         for name, run in runs.items()
     }
-    charges = {name: (out.get("memory") or {}).get("context_overhead_mib") for name, out in raw.items()}
+    charges = context_charges(raw)
     result = {
         "scope": "host",
         "stack": host.get("stack"),

@@ -319,6 +319,7 @@ def rejudge(record: Path) -> list[str]:
     from components.incluster import judge
     from components.incluster.memory_findings import with_neighbours
     from components.verify.host.expectation import POD_ANNOTATION_PARTS
+    from components.verify.host.proof import context_charges
 
     done = []
     for folder in (p for p in run_folders(record) if (p / "expect.json").is_file()):
@@ -338,8 +339,7 @@ def rejudge(record: Path) -> list[str]:
         fresh = {c["id"]: c for c in new["checks"]}
         checks = [fresh.get(c["id"], c) if c["passed"] is not None else c for c in old["checks"]]
         ran = [c for c in checks if c["passed"] is not None]
-        charges = {pod: (out.get("memory") or {}).get("context_overhead_mib") for pod, out in outputs.items()}
-        old.update(checks=checks, findings=with_neighbours(new["findings"], charges),
+        old.update(checks=checks, findings=with_neighbours(new["findings"], context_charges(outputs)),
                    passed=bool(ran) and all(c["passed"] for c in ran))  # fmt: skip
         (folder / "verdict.json").write_text(json.dumps(old, indent=1))
         done.append(folder.name)
