@@ -302,7 +302,6 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from components.contracts.errors import input_error_in
 
-    gc.disable()  # one short process: its garbage goes with it, and a full pass over a large plan costs seconds
     try:
         plan = run(args.stack, args.config, root=args.root)
     except PlanInputError as err:
