@@ -58,6 +58,8 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pulumi.runtime.resource_cycle_breaker", "_add_dep", "record a dependency edge in place offline",
              parameters=("from_resource", "to_resource")),
     Internal("pulumi.runtime.resource_cycle_breaker", "_DEPENDENCIES_PROPERTY", "find the recorded edges"),
+    Internal("pulumi.runtime.resource_cycle_breaker", "_reachable", "check for a cycle without a generator a node",
+             parameters=("from_resource", "to_resource")),
     Internal("pulumi.runtime.rpc", "UNKNOWN", "recognise an unknown value in recorded inputs"),
     Internal("pulumi.runtime.rpc", "_special_sig_key", "recognise secrets and resource references in inputs"),
     Internal("pulumi.runtime.rpc", "_special_secret_sig", "recognise a secret in recorded inputs"),
@@ -148,6 +150,19 @@ def _add_dep_in_place(from_resource: Any, to_resource: Any) -> None:
         found.add(to_resource)
 
 
+def _reachable_iteratively(from_resource: Any, to_resource: Any) -> bool:
+    edges = _named("pulumi.runtime.resource_cycle_breaker", "_DEPENDENCIES_PROPERTY")
+    stack, seen = [from_resource], set()
+    while stack:
+        resource = stack.pop()
+        if resource == to_resource:
+            return True
+        if resource not in seen:
+            seen.add(resource)
+            stack.extend(getattr(resource, edges, ()))
+    return False
+
+
 @contextlib.contextmanager
 def offline_shortcuts() -> Iterator[None]:
     """The offline plan's cheaper SDK internals, undone on exit; a real `pulumi up` never enters this."""
@@ -157,6 +172,9 @@ def offline_shortcuts() -> Iterator[None]:
         # The SDK copies a resource's whole edge set per new edge (quadratic for one depending on thousands of
         # patches); the same edges, added in place: nothing else holds the set.
         ("pulumi.runtime.resource_cycle_breaker", "_add_dep", _add_dep_in_place),
+        # The SDK's cycle check walks a resource's dependencies through one nested generator per node (millions of
+        # frames behind thousands of patches); the same walk, the same answer, with a list.
+        ("pulumi.runtime.resource_cycle_breaker", "_reachable", _reachable_iteratively),
     )
     saved = [(importlib.import_module(module), name, _named(module, name)) for module, name, _ in shortcuts]
     try:

@@ -64,12 +64,13 @@ def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
 
     from components.plan import run
 
-    before = (resource._get_stack_trace, cycles._add_dep)
+    before = (resource._get_stack_trace, cycles._add_dep, cycles._reachable)
     with sdk.offline_shortcuts():
-        assert (resource._get_stack_trace, cycles._add_dep) != before
+        assert all(now is not was for now, was in
+                   zip((resource._get_stack_trace, cycles._add_dep, cycles._reachable), before, strict=True))
         assert len(resource._get_stack_trace().frames) == 0
     run("cluster")
-    assert (resource._get_stack_trace, cycles._add_dep) == before
+    assert (resource._get_stack_trace, cycles._add_dep, cycles._reachable) == before
     assert gc.isenabled(), "the plan paused the cycle collector and left it paused"
 
 
@@ -90,3 +91,19 @@ def test_edges_added_in_place_are_the_edges_the_sdk_records() -> None:
     with sdk.offline_shortcuts():
         in_place = recorded(cycles._add_dep)
     assert in_place == recorded(cycles._add_dep) == [{1, 2}, {3}, {3}, set()]
+
+
+def test_the_offline_cycle_check_answers_as_the_sdks_for_every_pair() -> None:
+    import pulumi.runtime.resource_cycle_breaker as cycles
+
+    class Node:
+        pass
+
+    graph = [Node() for _ in range(7)]
+    for a, b in [(0, 1), (1, 2), (2, 3), (0, 4), (4, 3), (5, 6), (3, 1)]:  # a cycle 1 → 2 → 3 → 1, and an island
+        cycles._add_dep(graph[a], graph[b])
+    pairs = [(a, b) for a in graph for b in graph]
+    expected = [cycles._reachable(a, b) for a, b in pairs]
+    with sdk.offline_shortcuts():
+        assert [cycles._reachable(a, b) for a, b in pairs] == expected
+    assert sum(expected) == 5 + 3 * 3 + 4 + 2 + 1  # reached from 0: 0-4; from 1, 2, 3: 1-3; from 4: 1-4; 5: 5, 6
