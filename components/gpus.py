@@ -107,7 +107,7 @@ def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tupl
 # Source: SkyPilot's catalog (github.com/skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv @006059e0), which
 # that project builds from the Compute Engine API, read 2026-12-02: the L4 row is the zones listing g2-standard-4
 # (one L4); the T4, V100, P4 and P100 rows are its attached-GPU rows (empty InstanceType, AcceleratorCount 1:
-# `,,,T4,1,...`). The RTX PRO 6000 has no attached-GPU row and G4's machine rows were not read: no row here.
+# `,,,T4,1,...`). It lists no g4-standard type (g2-standard-96 is followed by m1) nor an RTX PRO 6000: no row here.
 # Google's own list is cloud.google.com/compute/docs/gpus/gpu-regions-zones. Only cards read there have a row: a
 # card without one is never refused for its zone. Zones change, so a stale row can be overridden
 # (`gpushare:gpu.zoneCheck: false`); there is no live check, as pulumi-gcp 10.2.0 has no acceleratorTypes invoke
