@@ -104,30 +104,60 @@ def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tupl
 
 
 # --- which zones offer which card -----------------------------------------------------------------------------
-# Source: the zones where Compute Engine listed g2-standard-4 (one L4), read 2026-12-02 from SkyPilot's catalog
-# (github.com/skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv @006059e0), which that project builds from the
-# Compute Engine API; Google's own list is cloud.google.com/compute/docs/gpus/gpu-regions-zones. Only cards read
-# there have a row: a card without one is never refused for its zone. Zones change, so a stale row can be
-# overridden (`gpushare:gpu.zoneCheck: false`); there is no live check, as pulumi-gcp 10.2.0 has no
-# acceleratorTypes invoke (compute/ has get_machine_types and get_zones, nothing for accelerators).
+# Source: SkyPilot's catalog (github.com/skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv @006059e0), which
+# that project builds from the Compute Engine API, read 2026-12-02: the L4 row is the zones listing g2-standard-4
+# (one L4); the T4, V100, P4 and P100 rows are its attached-GPU rows (empty InstanceType, AcceleratorCount 1:
+# `,,,T4,1,...`). It lists no g4-standard type (g2-standard-96 is followed by m1) nor an RTX PRO 6000: no row here.
+# Google's own list is cloud.google.com/compute/docs/gpus/gpu-regions-zones. Only cards read there have a row: a
+# card without one is never refused for its zone. Zones change, so a stale row can be overridden
+# (`gpushare:gpu.zoneCheck: false`); there is no live check, as pulumi-gcp 10.2.0 has no acceleratorTypes invoke
+# (compute/ has get_machine_types and get_zones, nothing for accelerators).
 
 ZONES_READ = "2026-12-02"
 """When GPU_ZONES was read from its source."""
 
-GPU_ZONES: dict[str, frozenset[str]] = {
-    "nvidia-l4": frozenset({
+GPU_ZONES: dict[str, tuple[str, ...]] = {
+    "nvidia-l4": (
         "asia-east1-a", "asia-east1-b", "asia-east1-c", "asia-northeast1-a", "asia-northeast1-b",
         "asia-northeast1-c", "asia-northeast3-a", "asia-northeast3-b", "asia-south1-a", "asia-south1-b",
         "asia-south1-c", "asia-southeast1-a", "asia-southeast1-b", "asia-southeast1-c", "europe-west1-b",
-        "europe-west1-c", "europe-west2-a", "europe-west2-b", "europe-west3-a", "europe-west3-b", "europe-west4-a",
-        "europe-west4-b", "europe-west4-c", "europe-west6-b", "europe-west6-c", "me-central2-a", "me-central2-c",
-        "northamerica-northeast1-b", "northamerica-northeast1-c", "northamerica-northeast2-a",
-        "northamerica-northeast2-b", "us-central1-a", "us-central1-b", "us-central1-c", "us-east1-b", "us-east1-c",
-        "us-east1-d", "us-east4-a", "us-east4-c", "us-west1-a", "us-west1-b", "us-west1-c", "us-west4-a",
-        "us-west4-c",
-    }),
+        "europe-west1-c", "europe-west2-a", "europe-west2-b", "europe-west3-a", "europe-west3-b",
+        "europe-west4-a", "europe-west4-b", "europe-west4-c", "europe-west6-b", "europe-west6-c",
+        "me-central2-a", "me-central2-c", "northamerica-northeast1-b", "northamerica-northeast1-c",
+        "northamerica-northeast2-a", "northamerica-northeast2-b", "us-central1-a", "us-central1-b",
+        "us-central1-c", "us-east1-b", "us-east1-c", "us-east1-d", "us-east4-a", "us-east4-c", "us-west1-a",
+        "us-west1-b", "us-west1-c", "us-west4-a", "us-west4-c",
+    ),
+    "nvidia-tesla-t4": (
+        "asia-east1-a", "asia-east1-c", "asia-east2-a", "asia-east2-c", "asia-northeast1-a",
+        "asia-northeast1-c", "asia-northeast3-b", "asia-northeast3-c", "asia-south1-a", "asia-south1-b",
+        "asia-southeast1-a", "asia-southeast1-b", "asia-southeast1-c", "asia-southeast2-a",
+        "asia-southeast2-b", "australia-southeast1-a", "australia-southeast1-c", "europe-central2-b",
+        "europe-central2-c", "europe-west1-b", "europe-west1-c", "europe-west1-d", "europe-west2-a",
+        "europe-west2-b", "europe-west3-b", "europe-west4-a", "europe-west4-b", "europe-west4-c",
+        "me-west1-b", "me-west1-c", "northamerica-northeast1-c", "southamerica-east1-a",
+        "southamerica-east1-b", "southamerica-east1-c", "us-central1-a", "us-central1-b", "us-central1-c",
+        "us-central1-f", "us-east1-b", "us-east1-c", "us-east1-d", "us-east4-a", "us-east4-b", "us-east4-c",
+        "us-west1-a", "us-west1-b", "us-west2-b", "us-west2-c", "us-west3-b", "us-west4-a", "us-west4-b",
+    ),
+    "nvidia-tesla-v100": (
+        "asia-east1-c", "europe-west4-a", "europe-west4-b", "europe-west4-c", "us-central1-a",
+        "us-central1-b", "us-central1-c", "us-central1-f", "us-east1-b", "us-east1-c", "us-west1-a",
+        "us-west1-b",
+    ),
+    "nvidia-tesla-p4": (
+        "asia-southeast1-a", "asia-southeast1-b", "asia-southeast1-c", "australia-southeast1-a",
+        "australia-southeast1-b", "europe-west4-b", "europe-west4-c", "northamerica-northeast1-a",
+        "northamerica-northeast1-b", "northamerica-northeast1-c", "us-central1-a", "us-central1-c",
+        "us-east4-a", "us-east4-b", "us-east4-c", "us-west2-b", "us-west2-c",
+    ),
+    "nvidia-tesla-p100": (
+        "asia-east1-a", "asia-east1-c", "australia-southeast1-b", "europe-west1-b", "europe-west1-d",
+        "europe-west4-a", "us-central1-c", "us-central1-f", "us-east1-b", "us-east1-c", "us-west1-a",
+        "us-west1-b",
+    ),
 }
-"""Accelerator → the zones that offer it, for the cards the source was read for."""
+"""Accelerator → the zones that offer one of it (sorted), for the cards the source was read for."""
 
 
 def _nearness(zone: str, other: str) -> tuple[int, str]:

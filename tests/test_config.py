@@ -183,9 +183,10 @@ def test_malformed_cidr_is_refused() -> None:
 
 
 def test_unknown_gpu_type_without_memory_is_refused_and_with_memory_accepted() -> None:
-    err = refusal("gke", "gpushare:gpu.type=nvidia-tesla-p100")
+    p100 = ("gpushare:gpu.type=nvidia-tesla-p100", "gpushare:gke.zone=us-central1-c")
+    err = refusal("gke", *p100)
     assert err.key == "gpushare:gpu.memoryMiB"
-    cfg = parse(stack_raw("gke", "gpushare:gpu.type=nvidia-tesla-p100", "gpushare:gpu.memoryMiB=16384"))
+    cfg = parse(stack_raw("gke", *p100, "gpushare:gpu.memoryMiB=16384"))
     assert cfg.card_mib == 16384
 
 

@@ -118,7 +118,7 @@ BAD = [
     bad("gke", 'gpushare:gke.machineType=""', key="gpushare:gke.machineType"),
     bad("gke", "gpushare:gke.gpuDriverVersion=INSTALLED", key="gpushare:gke.gpuDriverVersion"),
     # --- the cards ------------------------------------------------------------------------------------------
-    bad("gke", "gpushare:gpu.type=nvidia-tesla-p100", key="gpushare:gpu.memoryMiB"),
+    bad("gke", "gpushare:gpu.type=nvidia-tesla-p100", "gpushare:gke.zone=us-central1-c", key="gpushare:gpu.memoryMiB"),
     bad("gke", "gpushare:gpu.type=NVIDIA T4", key="gpushare:gpu.type"),
     bad("gke", 'gpushare:gpu.type=""', key="gpushare:gpu.type"),
     bad("gke", "gpushare:gpu.memoryMiB=0", key="gpushare:gpu.memoryMiB"),
@@ -417,7 +417,7 @@ BAD = [
 ]  # fmt: skip
 
 GOOD = [
-    ("gke", "gpushare:gke.zone=northamerica-northeast1-a"),
+    ("gke", "gpushare:gke.zone=northamerica-northeast1-c"),
     ("gke", "gpushare:gke.clusterName=k" + "a" * 39),
     ("gke", "gpushare:gke.kubernetesVersion=1.35.6-gke.1250000"),
     ("gke", "gpushare:gke.kubernetesVersion=1.36."),
@@ -427,7 +427,7 @@ GOOD = [
     ("gke", "gpushare:verify.sweepGiB=[4.1]"),
     ("gke", "gpushare:imageRegistry=registry.example.internal:5000/mirror"),
     ("gke", "gpushare:verify.probeImage=ghcr.io/org/python@sha256:" + "a" * 64),
-    ("gke", "gpushare:gpu.type=nvidia-tesla-p100", "gpushare:gpu.memoryMiB=16384"),
+    ("gke", "gpushare:gpu.type=nvidia-tesla-p100", "gpushare:gpu.memoryMiB=16384", "gpushare:gke.zone=us-central1-c"),
     ("gke", "gpushare:toolkit=gke-managed", "gpushare:sharing=kai"),
     ("gke", "gpushare:gpu.perNode=4"),
     ("k3s", "gpushare:vm.allowedSourceRanges=[0.0.0.0/1, 128.0.0.0/1]", "gpushare:vm.allowWorldOpen=true"),
@@ -454,7 +454,7 @@ GOOD = [
     ("gke", "gpushare:gke.machineType=g2-standard-24", "gpushare:gpu.type=nvidia-l4", "gpushare:gpu.perNode=2"),
     ("gke", "gpushare:gke.machineType=a2-highgpu-1g", "gpushare:gpu.type=nvidia-tesla-a100"),
     ("gke", "gpushare:gke.machineType=n1-standard-8", "gpushare:gpu.type=nvidia-tesla-v100",
-     "gpushare:gpu.memoryMiB=16384"),
+     "gpushare:gpu.memoryMiB=16384", "gpushare:gke.zone=us-central1-a"),
     ("k3s", "gpushare:vm.machineType=g2-standard-8", "gpushare:gpu.type=nvidia-l4", "gpushare:verify.sliceMiB=null",
      "gpushare:verify.extraGiB=null", "gpushare:verify.sweepGiB=null"),
     ("k3s", "gpushare:vm.machineType=n1-standard-8", "gpushare:gpu.type=nvidia-tesla-t4",

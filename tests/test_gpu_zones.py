@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.gpus import GPU_MODELS, GPU_ZONES, ZONES_READ, zone_gpu_problem
+from components.config import GkeConfig, GpuConfig
+from components.gpus import ATTACHED_TO_N1, GPU_MODELS, GPU_ZONES, ZONES_READ, zone_gpu_problem
 from components.plan import main
 
 L4_IN_A_ZONE_WITHOUT_G2 = ("-c", "gpushare:gke.zone=us-central1-f", "-c", "gpushare:gke.machineType=g2-standard-4",
@@ -34,8 +35,36 @@ def test_the_nearest_zones_come_from_the_same_region_then_the_same_area() -> Non
     assert europe is not None and "nearest first: europe-west1-b, europe-west1-c, europe-west2-a" in europe
 
 
+def test_a_t4_in_a_zone_without_it_is_refused_with_the_same_region_first(capsys) -> None:
+    assert main(["gke", "-c", "gpushare:gke.zone=asia-northeast1-b"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("error: gpushare:gke.zone: asia-northeast1-b offers no nvidia-tesla-t4"), line
+    assert ("nearest first: asia-northeast1-a, asia-northeast1-c, asia-northeast3-b, asia-northeast3-c, "
+            "asia-east1-a —") in line, line
+
+
+def test_the_gke_default_card_in_the_gke_default_zone_passes_the_zone_check(capsys) -> None:
+    zone, card = GkeConfig().zone, GpuConfig().type
+    assert (zone, card) == ("asia-northeast1-a", "nvidia-tesla-t4")
+    assert zone_gpu_problem(zone, card) is None
+    assert main(["gke"]) == 0, capsys.readouterr().err
+
+
+REFUSED = [("us-central1-f", "nvidia-l4"), ("asia-northeast1-b", "nvidia-tesla-t4"),
+           ("us-central1-b", "nvidia-tesla-p100"), ("us-east1-b", "nvidia-tesla-p4"),
+           ("asia-northeast1-a", "nvidia-tesla-v100")]
+
+
+@pytest.mark.parametrize(("zone", "card"), REFUSED)
+def test_a_card_in_a_zone_its_row_lacks_is_refused_naming_the_card(zone: str, card: str) -> None:
+    problem = zone_gpu_problem(zone, card)
+    assert problem is not None and problem.startswith(f"{zone} offers no {card} "), problem
+
+
 ALLOWED = [("asia-northeast1-a", "nvidia-l4"), ("us-central1-b", "nvidia-l4"), ("us-central1-f", "nvidia-tesla-t4"),
-           ("mars-north1-a", "nvidia-a100-80gb")]
+           ("asia-northeast1-a", "nvidia-tesla-t4"), ("us-central1-f", "nvidia-tesla-p100"),
+           ("us-west2-c", "nvidia-tesla-p4"), ("europe-west4-b", "nvidia-tesla-v100"),
+           ("mars-north1-a", "nvidia-a100-80gb"), ("mars-north1-a", "nvidia-rtx-pro-6000")]
 
 
 @pytest.mark.parametrize(("zone", "card"), ALLOWED)
@@ -43,7 +72,8 @@ def test_a_zone_the_table_lists_or_a_card_without_a_zone_row_is_never_refused(zo
     assert zone_gpu_problem(zone, card) is None
 
 
-def test_the_zone_table_names_only_cards_the_gpu_table_knows_and_real_zones() -> None:
-    assert set(GPU_ZONES) <= set(GPU_MODELS)
+def test_the_zone_table_names_only_known_cards_and_real_zones_each_row_sorted_once() -> None:
+    assert set(GPU_ZONES) <= set(GPU_MODELS) | set(ATTACHED_TO_N1)
     for zones in GPU_ZONES.values():
         assert zones and all(z.count("-") == 2 and z[-1].isalpha() for z in zones)
+        assert list(zones) == sorted(set(zones)), zones
