@@ -34,8 +34,7 @@ def whole_cards_beside_slices(cfg: StackConfig) -> bool:
 def escape_try(cfg: StackConfig) -> SliceTry:
     """No GPU request, `NVIDIA_VISIBLE_DEVICES=all`, the default scheduler: what any tenant can write. Under a CDI
     GPU Operator the default runtime is runc, so the Pod names the legacy nvidia class itself, as a tenant may."""
-    cdi = isinstance(cfg, ExistingStack) and cfg.toolkit == "gpu-operator" and cfg.gpu_operator.cdi_enabled
-    runtime_class = runtime_class_for(cdi) if isinstance(cfg, ExistingStack) else None
+    runtime_class = runtime_class_for(cfg.operator_cdi) if isinstance(cfg, ExistingStack) else None
     env = {**(CONTAINER_DRIVER_ENV if isinstance(cfg, GkeStack) else {}), **escape.ENV}
     request = SliceRequest(scheduler_name="default-scheduler", env=env, runtime_class_name=runtime_class)
     return SliceTry(id=escape.TRY_ID, tried=escape.TRIED, request=request)
