@@ -26,7 +26,14 @@ from components.contracts.settings import (
 )
 from components.gpu.settings import ChartSourceConfig, HamiConfig
 from components.gpus import GPU_MODELS, gpu_memory_mib
-from components.images import Mirrors, is_registry_host, mirror_prefix_problem, registry_host_problem, upstream_host
+from components.images import (
+    DOCKER_HUB,
+    Mirrors,
+    is_registry_host,
+    mirror_prefix_problem,
+    registry_host_problem,
+    upstream_host,
+)
 from components.sizing import (
     default_extra_gib,
     default_hold_gib,
@@ -293,8 +300,7 @@ def check_mirrors(cfg: Stack) -> None:
 
 def image_hosts(cfg: Stack) -> set[str]:
     """Every upstream registry an image of this stack may come from: the proof's images and the charts'."""
-    hosts = {upstream_host(cfg.verify.probe_image.split("/")[0]) if _has_host(cfg.verify.probe_image) else "docker.io",
-             upstream_host(cfg.verify.smi_image.split("/")[0]) if _has_host(cfg.verify.smi_image) else "docker.io"}
+    hosts = {_upstream_of(cfg.verify.probe_image), _upstream_of(cfg.verify.smi_image)}
     for name, version in cfg.chart_pins().items():
         chart = CHARTS.get((CHART_NAMES[name], version))
         if chart is not None:
@@ -302,9 +308,10 @@ def image_hosts(cfg: Stack) -> set[str]:
     return hosts
 
 
-def _has_host(reference: str) -> bool:
+def _upstream_of(reference: str) -> str:
+    """The upstream registry an image reference names; Docker Hub where its first segment is no host."""
     first, _, rest = reference.partition("/")
-    return bool(rest) and is_registry_host(first)
+    return upstream_host(first) if rest and is_registry_host(first) else DOCKER_HUB
 
 
 def chart_hosts(chart: ChartImages) -> set[str]:
@@ -312,7 +319,7 @@ def chart_hosts(chart: ChartImages) -> set[str]:
     for image in chart.images:
         location = image.location_default or image.location_fallback if image.location is not None else None
         text = f"{location}/{image.name_default}" if location else image.name_default
-        found.add(upstream_host(text.split("/")[0]) if _has_host(text) else "docker.io")
+        found.add(_upstream_of(text))
     return found
 
 
