@@ -209,8 +209,9 @@ def ssh_host_key(value: str) -> str:
     fields = value.split()
     if fields and fields[0] not in SSH_KEY_TYPES:
         fields = fields[1:]  # `ssh-keyscan HOST` puts the host first
-    if len(fields) < 2 or fields[0] not in SSH_KEY_TYPES or ssh_key_problem(fields[0], fields[1]):
-        problem = ssh_key_problem(fields[0], fields[1]) if len(fields) >= 2 and fields[0] in SSH_KEY_TYPES else ""
+    well_formed = len(fields) >= 2 and fields[0] in SSH_KEY_TYPES
+    problem = ssh_key_problem(fields[0], fields[1]) if well_formed else ""
+    if not well_formed or problem:
         raise ValueError(f"not an SSH host key{' (' + problem + ')' if problem else ''}; give one line of "
                          "`ssh-keyscan -t ed25519 <address>`, such as 'ssh-ed25519 AAAAC3Nza…'")
     return f"{fields[0]} {fields[1]}"
