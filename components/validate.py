@@ -191,11 +191,8 @@ def linux_user(value: str) -> str:
 
 def host_address(value: str) -> str:
     """An IP address or a DNS name that SSH can dial."""
-    try:
-        ipaddress.ip_address(value)
+    if _is_ip(value):
         return value
-    except ValueError:
-        pass
     if len(value) > 253 or not _HOSTNAME.match(value):
         raise ValueError(f"{value!r} is not an IP address or host name; give one such as 192.0.2.50")
     return value
