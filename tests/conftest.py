@@ -38,27 +38,26 @@ def fresh_plan() -> Callable[..., Plan]:
     return run
 
 
+def _present(path: Path) -> Path:
+    """A folder of ../shared, or the test skips: only the project's workspace has it, a user's clone does not."""
+    if not path.is_dir():
+        pytest.skip(f"../shared/{path.relative_to(SHARED)} is absent (only the project's workspace has it)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def charts_dir() -> Path:
-    """../shared/reference/charts: the pinned charts' values.yaml; absent in a user's clone, so skip."""
-    path = SHARED / "reference" / "charts"
-    if not path.is_dir():
-        pytest.skip("../shared/reference/charts is absent (only the project's workspace has it)")
-    return path
+    """../shared/reference/charts: the pinned charts' values.yaml."""
+    return _present(SHARED / "reference" / "charts")
 
 
 @pytest.fixture(scope="session")
 def rendered_dir() -> Path:
-    """../shared/reference/rendered: what the real Helm engine renders for each stack's releases; absent: skip."""
-    path = SHARED / "reference" / "rendered"
-    if not path.is_dir():
-        pytest.skip("../shared/reference/rendered is absent (only the project's workspace has it)")
-    return path
+    """../shared/reference/rendered: what the real Helm engine renders for each stack's releases."""
+    return _present(SHARED / "reference" / "rendered")
 
 
 @pytest.fixture(scope="session")
 def seeds_dir() -> Path:
-    path = SHARED / "seeds"
-    if not path.is_dir():
-        pytest.skip("../shared/seeds is absent (only the project's workspace has it)")
-    return path
+    """../shared/seeds: the labs."""
+    return _present(SHARED / "seeds")
