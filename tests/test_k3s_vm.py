@@ -235,12 +235,14 @@ def test_k3s_existing_host_plans_without_a_vm(plan_stack):
     plan = plan_stack("k3s", *EXISTING_HOST)
     assert not [r for r in plan.resources if r["type"].startswith(("gcp:", "tls:"))]
     assert not plan.find("gpushare:platform:GpuVm")
-    assert [r["name"] for r in plan.resources if r["type"] == COMMAND] == [f"k3s-{s}" for s in kb.STEPS]
+    commands = [r["name"] for r in plan.resources if r["type"] == COMMAND]
+    assert sorted(commands) == sorted([*(f"k3s-{s}" for s in kb.STEPS), "k3s-uninstall"])
 
 
-def test_k3s_existing_host_destroy_runs_k3s_uninstall(plan_stack):
-    step = _step(plan_stack("k3s", *EXISTING_HOST), "k3s")
-    assert "/usr/local/bin/k3s-uninstall.sh" in step["inputs"]["delete"]
+def test_k3s_existing_host_destroy_runs_k3s_uninstall_from_a_command_no_up_replaces(plan_stack):
+    plan = plan_stack("k3s", *EXISTING_HOST)
+    assert "/usr/local/bin/k3s-uninstall.sh" in _step(plan, "uninstall")["inputs"]["delete"]
+    assert not [s for s in kb.STEPS if "delete" in _step(plan, s)["inputs"]]
 
 
 def test_k3s_existing_host_is_reached_with_its_address_user_and_key(fresh_plan):

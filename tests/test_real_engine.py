@@ -37,9 +37,11 @@ def in_cluster(plan: Plan) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("stack", "overrides", "owner"), [
-    ("gke", (), "gke-cluster"),
-    ("k3s", (), "k3s-vm-instance"),
-    ("k3s", EXISTING_HOST, "k3s-k3s"),  # k3s-uninstall.sh removes everything k3s ran
+    # The provider, replaced exactly when the cluster's identity changes (and deleted on destroy): the engine honours
+    # it inside a delete-first replacement, where a deletedWith on the VM or cluster is not (test_engine_order.py).
+    ("gke", (), "gke-k8s"),
+    ("k3s", (), "k3s-provider"),
+    ("k3s", EXISTING_HOST, "k3s-provider"),  # and on destroy k3s-uninstall.sh removes everything k3s ran
 ])
 def test_everything_in_an_owned_cluster_is_deleted_with_the_cluster(plan_stack: Callable[..., Plan], stack: str,
                                                                     overrides: tuple[str, ...], owner: str) -> None:
@@ -59,8 +61,8 @@ def test_k3s_on_a_vm_runs_no_ssh_step_on_delete_but_an_existing_host_is_uninstal
     for step in plan_stack("k3s").find("command:remote:Command"):
         assert step["options"]["deletedWith"] == "k3s-vm-instance", step["name"]
     host = plan_stack("k3s", *EXISTING_HOST)
-    k3s = host.one("command:remote:Command", "k3s-k3s")
-    assert "k3s-uninstall.sh" in k3s["inputs"]["delete"] and "deletedWith" not in k3s.get("options", {})
+    uninstall = host.one("command:remote:Command", "k3s-uninstall")
+    assert "k3s-uninstall.sh" in uninstall["inputs"]["delete"] and "deletedWith" not in uninstall.get("options", {})
 
 
 def test_on_the_cluster_stack_every_release_is_uninstalled(plan_stack: Callable[..., Plan]) -> None:

@@ -119,7 +119,7 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
             "gpuNodeCount": cfg.gke.node_count,
             "costNote": gke_cost_note(cfg),
         },
-        deleted_with=cluster.cluster,
+        deleted_with=cluster.provider,
     )
 
 
@@ -166,7 +166,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
             "costNote": vm_cost_note(cfg),
             "sshPrivateKey": vm.private_key,
         },
-        deleted_with=vm.instance,
+        deleted_with=bootstrap.provider,
     )
 
 
@@ -190,7 +190,7 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
             "kubeconfig": bootstrap.kubeconfig,
             "costNote": "an existing host: this stack rents nothing; `pulumi destroy` runs k3s-uninstall.sh on it",
         },
-        deleted_with=bootstrap.k3s,  # k3s-uninstall.sh removes everything k3s ran
+        deleted_with=bootstrap.provider,  # and on `destroy` k3s-uninstall.sh removes everything k3s ran
     )
 
 

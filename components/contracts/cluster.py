@@ -34,16 +34,19 @@ class ClusterFacts:
     outputs: Mapping[str, Any] = field(default_factory=dict)
     """Platform-specific stack outputs (cluster name, external IP, SSH command, cost note)."""
     deleted_with: pulumi.Resource | None = None
-    """What takes the whole cluster with it when deleted (the GKE cluster, the k3s VM, k3s on a host); None for
-    a cluster the stack does not own, whose objects are then deleted one by one through its API."""
+    """What goes exactly when the cluster does, on a cluster the stack owns (GKE, the k3s VM, k3s on a host): its
+    Kubernetes provider, replaced only when the cluster's identity changes; None for a cluster the stack does not
+    own, whose objects are then deleted one by one through its API."""
 
     def options(self) -> pulumi.ResourceOptions:
         """Options of a component that lives in this cluster: its provider, and deleted with the cluster.
 
         The engine gives a component's deletedWith to every child that sets none (pulumi
-        pkg/resource/deploy/source_eval.go, inheritFromParent), and then skips their Delete when the cluster
-        goes in the same run (pkg/resource/deploy/step.go, isDeletedWith): `destroy` never needs the API of a
-        cluster that is being deleted, or is already gone (a Helm release refuses to delete through an
-        unreachable cluster, pulumi/pulumi-kubernetes#2675).
+        pkg/resource/deploy/source_eval.go, inheritFromParent), and then skips their Delete when that resource is
+        deleted in the same run (pkg/resource/deploy/step.go:603-666, isDeletedWith): `destroy`, and a replaced VM
+        or GKE cluster, never need the API of a cluster that is going, or already gone (a Helm release refuses to
+        delete through an unreachable cluster, pulumi-kubernetes provider.go:2547, #2675). The provider, not the
+        VM or cluster: a delete-first replacement marks its dependents deleted (step_generator.go:2129) but its
+        root only replaced (:2002), so a deletedWith on the root is not honoured inside that chain.
         """
         return pulumi.ResourceOptions(providers=[self.provider], deleted_with=self.deleted_with)

@@ -131,7 +131,7 @@ def walk(before: Any, after: Any, path: tuple[str | int, ...] = ()) -> list[Valu
     return [ValueChange(pointer(path), before=before, after=after)]
 
 
-def _resource_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> ResourceChange:
+def resource_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> ResourceChange:
     some = new or old
     assert some is not None
     urn = f"{some['type']}::{some['name']}"
@@ -146,7 +146,8 @@ def _resource_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> 
         if any(replace_rules.touches(change.pointer, p) for p in replace_on):
             change.replaces = f"replaceOnChanges {options['replaceOnChanges']} ({replace_rules.ENGINE})"
         else:
-            change.replaces = replace_rules.replace_rule(new["type"], change.pointer)
+            change.replaces = replace_rules.replace_rule(new["type"], change.pointer,
+                                                          MISSING in (change.before, change.after))
     old_options = old.get("options") or {}
     for key in sorted(set(old_options) | set(options)):
         if old_options.get(key, MISSING) != options.get(key, MISSING):
@@ -173,8 +174,8 @@ def compare(old: dict[str, Any], new: dict[str, Any], against: str) -> StackDiff
     """`new` (a plan's contract, made-up values masked) against `old` (a golden plan, read back)."""
     old_by = {f"{r['type']}::{r['name']}": r for r in old.get("resources", [])}
     new_by = {f"{r['type']}::{r['name']}": r for r in new.get("resources", [])}
-    changes = [_resource_change(old_by.get(u), r) for u, r in new_by.items()]
-    changes += [_resource_change(r, None) for u, r in old_by.items() if u not in new_by]
+    changes = [resource_change(old_by.get(u), r) for u, r in new_by.items()]
+    changes += [resource_change(r, None) for u, r in old_by.items() if u not in new_by]
     outputs = walk(old.get("outputs") or {}, new.get("outputs") or {})
     return StackDiff(new.get("stack", ""), against, [c for c in changes if c.operation != "same"], outputs,
                      {c.urn: c.operation for c in changes})

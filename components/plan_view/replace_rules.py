@@ -19,6 +19,8 @@ GOOGLE = "terraform-provider-google google/services"
 class Rule:
     paths: tuple[str, ...]
     source: str
+    changed_only: bool = False
+    """Only a value that changes replaces; one added or removed updates in place."""
 
 
 def _containers(*fields: str) -> tuple[str, ...]:
@@ -90,6 +92,10 @@ OTHER_RULES: dict[str, Rule] = {
     # create/update re-runs it in place (remote/commandController.go:63-83)
     "command:remote:Command": Rule(("/triggers",), "pulumi-command provider/pkg/provider/common/inputs.go:10"),
     "command:local:Command": Rule(("/triggers",), "pulumi-command provider/pkg/provider/common/inputs.go:10"),
+    # DiffConfig replaces the provider, and every object on it, when clusterIdentifier changes; adding or removing it
+    # does not, and with it set and the same a new kubeconfig updates in place (provider.go:490-503)
+    "pulumi:providers:kubernetes": Rule(("/clusterIdentifier",), "pulumi-kubernetes provider/pkg/provider/provider.go:490",
+                                        changed_only=True),
 }
 
 ENGINE = "pulumi pkg/resource/deploy/step_generator.go (applyReplaceOnChanges)"
@@ -129,9 +135,11 @@ def touches(pointer: str, pattern: tuple[str, ...]) -> bool:
     return _prefix_matches(pattern, parts) or _prefix_matches(parts, pattern)
 
 
-def replace_rule(type_: str, pointer: str) -> str | None:
+def replace_rule(type_: str, pointer: str, added_or_removed: bool = False) -> str | None:
     """The upstream rule (file:line) by which a change at `pointer` replaces a resource of `type_`, if any."""
     for rule in rules_for(type_):
+        if rule.changed_only and added_or_removed:
+            continue
         for path in rule.paths:
             if touches(pointer, _parts(path)):
                 return f"{path} ({rule.source})"

@@ -223,7 +223,7 @@ class K3sBootstrapArgs:
     node_label: Mapping[str, str] = field(default_factory=lambda: {"gpu": "on"})
     port: int = 22
     uninstall_on_delete: bool = False
-    """True on a host we did not create: destroy runs k3s-uninstall.sh (a VM is simply deleted)."""
+    """True on a host we did not create: `destroy` runs k3s-uninstall.sh (a VM is simply deleted)."""
     wait_for: Sequence[pulumi.Resource] = ()
     """What must exist before the first SSH dial (the VM, its firewall rule)."""
     host_key: pulumi.Input[str] | None = None
@@ -242,7 +242,9 @@ class K3sBootstrap(pulumi.ComponentResource):
     provider: k8s.Provider
     ready: pulumi.Resource
     k3s: command.remote.Command
-    """The install step; on a host we did not create its delete uninstalls k3s, and everything in it."""
+    """The install step: replaced when the host's identity changes, and never uninstalling anything."""
+    uninstall: command.remote.Command | None
+    """On a host we did not create: the command whose delete, on `destroy` only, uninstalls k3s and all it ran."""
 
     def __init__(self, name: str, args: K3sBootstrapArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:platform:K3sBootstrap", name, None, opts)
@@ -274,7 +276,6 @@ class K3sBootstrap(pulumi.ComponentResource):
                 f"{name}-{step}",
                 connection=connection,
                 create=scripts[step],
-                delete=render_uninstall_script() if step == "k3s" and args.uninstall_on_delete else None,
                 logging=step_logging(step),
                 # A new host (a replaced VM) runs every step again, whatever the CLI does with deletedWith:
                 # triggers replace on change (pulumi-command v1.2.1 provider/pkg/provider/common/inputs.go:10).
@@ -285,11 +286,28 @@ class K3sBootstrap(pulumi.ComponentResource):
                     # The kubeconfig holds the cluster's admin credentials.
                     additional_secret_outputs=["stdout"] if step in SECRET_STDOUT else None,
                     custom_timeouts=pulumi.CustomTimeouts(create="30m") if step in ("driver", "toolkit") else None,
+                    # A replaced step runs the delete of its old state, and pulumi-command asks no delete-first
+                    # (pulumi-go-provider v1.3.0 infer/resource.go:1248), so the engine would run it after the new
+                    # install (step_generator.go:2157); a stack made before the uninstall moved holds it there.
+                    delete_before_replace=True if step == "k3s" else None,
                 ),
             )
             previous = [steps[step]]
         self.ready = steps["kubeconfig"]
         self.k3s = steps["k3s"]
+        self.uninstall = None
+        if args.uninstall_on_delete:
+            # No destructive delete on a step that can be replaced: a replaced step on a host that stays would undo
+            # what its replacement just did. The uninstall sits on a command with no triggers and no create, which
+            # a changed connection only updates, running nothing (pulumi-command v1.2.1
+            # provider/pkg/provider/remote/commandController.go:48-50, 75-81): its delete runs on `destroy` alone.
+            self.uninstall = command.remote.Command(
+                f"{name}-uninstall",
+                connection=connection,
+                delete=render_uninstall_script(),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[steps["k3s"]]),
+            )
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(steps["kubeconfig"].stdout, args.host).apply(
                 lambda parts: point_kubeconfig_at(parts[0], api_server(parts[1]))
