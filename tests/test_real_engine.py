@@ -3,6 +3,7 @@ without acting on them: these tests pin each option a fix relies on, so none can
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,8 @@ EXISTING_HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushar
                  "gpushare:host.privateKey=key")
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 COMMANDS = ("command:remote:Command", "command:local:Command")
+PLACEHOLDER_IDENTITY = "existing:" + hashlib.sha256(b"https://192.0.2.10:6443\nmock").hexdigest()[:16]
+"""The server and the decoded CA of examples/kubeconfig.placeholder.yaml's context."""
 CREDENTIALS = ("mock-token", "PRIVATE KEY")
 """What a credential looks like in the mocks' command output (the kubeconfig's token, a private key)."""
 
@@ -87,7 +90,8 @@ def test_no_kubernetes_provider_drops_unreachable_resources_from_the_state(
     ("gke", (), "gke:gke-cluster-id"),
     ("k3s", (), "k3s-vm:1234567890123456789"),
     ("k3s", EXISTING_HOST, "k3s-host:192.0.2.50"),
-    ("cluster", (), "existing:onprem"),  # the context's cluster in examples/kubeconfig.placeholder.yaml
+    # the server and CA of examples/kubeconfig.placeholder.yaml's context
+    ("cluster", (), PLACEHOLDER_IDENTITY),
 ])
 def test_kubernetes_provider_of_an_owned_cluster_names_its_identity(
         plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...], identity: str) -> None:
@@ -95,17 +99,22 @@ def test_kubernetes_provider_of_an_owned_cluster_names_its_identity(
     assert provider["inputs"]["clusterIdentifier"] == identity
 
 
-def test_a_rotated_ca_or_a_load_balancer_in_front_keeps_the_existing_clusters_identity() -> None:
+def _kubeconfig(server: str, ca: str, cluster: str = "kubernetes") -> str:
+    return yaml.safe_dump({"current-context": "admin@prod", "contexts": [
+        {"name": "admin@prod", "context": {"cluster": cluster, "user": "admin"}}], "clusters": [
+        {"name": cluster, "cluster": {"server": server, "certificate-authority-data": ca}}]})
+
+
+def test_a_rebuilt_cluster_of_the_same_kubeadm_name_is_a_new_identity_and_replaces_the_provider() -> None:
     from components.compose.kubeconfig import cluster_identity
 
-    def kubeconfig(server: str, ca: str) -> str:
-        return yaml.safe_dump({"current-context": "admin@prod", "contexts": [
-            {"name": "admin@prod", "context": {"cluster": "prod", "user": "admin"}}], "clusters": [
-            {"name": "prod", "cluster": {"server": server, "certificate-authority-data": ca}}]})
-
-    assert cluster_identity(kubeconfig("https://10.0.0.1:6443", "Q0Ex"), None) == "existing:prod"
-    assert cluster_identity(kubeconfig("https://lb.example:443", "Q0Ey"), None) == "existing:prod"
-    assert cluster_identity(kubeconfig("https://10.0.0.1:6443", "Q0Ex"), "admin@prod") == "existing:prod"
+    first = cluster_identity(_kubeconfig("https://10.0.0.1:6443", "Q0Ex"), None)
+    # kubeadm names every cluster `kubernetes`; the rebuilt one at the same address has a new CA.
+    assert cluster_identity(_kubeconfig("https://10.0.0.1:6443", "Q0Ey"), None) != first
+    assert cluster_identity(_kubeconfig("https://10.0.0.2:6443", "Q0Ex"), None) != first
+    # The same server and CA are the same cluster, whatever the kubeconfig calls it or how its CA is wrapped.
+    assert cluster_identity(_kubeconfig("https://10.0.0.1:6443/", "Q0 Ex", cluster="prod"), "admin@prod") == first
+    assert first.startswith("existing:") and len(first) == len("existing:") + 16
 
 
 def _with_address(address: str) -> GpushareMocks:
