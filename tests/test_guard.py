@@ -84,3 +84,27 @@ def test_the_extra_exempt_namespaces_join_the_stacks_own(plan_stack) -> None:
     (policy,) = plan_stack("k3s", 'gpushare:guard.exemptNamespaces=["ml-infra"]').find(POLICY)
     values = policy["inputs"]["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"]
     assert values == ["gpushare-proof", "kube-system", "ml-infra"]
+
+
+# --- the guard's API: ValidatingAdmissionPolicy v1 is served from Kubernetes 1.30 -------------------------------
+
+
+@pytest.mark.parametrize(("stack", "version_key", "old", "new"), [
+    ("k3s", "k3s.version", "v1.29.15+k3s1", "v1.30.0+k3s1"),
+    ("cluster", "cluster.kubernetesVersion", "v1.29.4", "v1.30.2"),
+])
+def test_a_server_older_than_1_30_is_refused_naming_the_version_key_and_the_fix(
+        stack: str, version_key: str, old: str, new: str) -> None:
+    from components.config import ConfigError
+    from components.plan import run
+
+    with pytest.raises(ConfigError) as refused:
+        run(stack, [f"gpushare:{version_key}={old}"])
+    message = str(refused.value)
+    assert message.startswith(f"gpushare:{version_key}: {old} is older than Kubernetes 1.30")
+    assert "gpushare:guard.mode to off" in message and "\n" not in message
+    # 1.30 itself plans the policy; an older server with the guard off plans no policy.
+    assert run(stack, [f"gpushare:{version_key}={new}"]).find(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    off = run(stack, [f"gpushare:{version_key}={old}", "gpushare:guard.mode=off"])
+    assert not off.find("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from components.config.kubeconfig import PATH_KEY, TEXT_KEY, ConfigError, check_kubeconfig, read_kubeconfig
 from components.config.shared import HamiChartSources, Stack, check_hami
+from components.contracts.guard import guard_api_problem
 from components.contracts.settings import key
 from components.gpu.settings import ChartSourceConfig, GpuOperatorConfig, HamiConfig
 from components.platform.settings import ClusterConfig
@@ -78,5 +79,8 @@ class ExistingStack(Stack):
                               "true beside HAMi: two device plugins would both advertise nvidia.com/gpu; set it to "
                               "false")
         check_hami(self, self.hami, self.server_version, self.server_version_key, cdi_enabled=self.operator_cdi)
+        problem = guard_api_problem(self.guard.mode, self.server_version)
+        if problem is not None:
+            raise ConfigError(key(*self.server_version_key.split(".")), problem)
         text, source = self.kubeconfig_text()
         check_kubeconfig(text, self.cluster.context, source)

@@ -10,6 +10,7 @@ from pydantic import Field
 from components import validate
 from components.config.kubeconfig import ConfigError
 from components.config.shared import HamiChartSources, HostGpuConfig, Stack, check_hami
+from components.contracts.guard import guard_api_problem
 from components.contracts.settings import key
 from components.gpu.settings import HamiConfig
 from components.gpus import machine_gpu_problem, zone_gpu_problem
@@ -48,6 +49,9 @@ class K3sStack(Stack):
     def check(self) -> None:
         super().check()
         check_hami(self, self.hami, self.server_version, self.server_version_key, cdi_enabled=False)
+        problem = guard_api_problem(self.guard.mode, self.server_version)
+        if problem is not None:
+            raise ConfigError(key(*self.server_version_key.split(".")), problem)
 
 
 class K3sVmStack(K3sStack):
