@@ -94,8 +94,8 @@ OTHER_RULES: dict[str, Rule] = {
     "command:local:Command": Rule(("/triggers",), "pulumi-command provider/pkg/provider/common/inputs.go:10"),
     # DiffConfig replaces the provider, and every object on it, when clusterIdentifier changes; adding or removing it
     # does not, and with it set and the same a new kubeconfig updates in place (provider.go:490-503)
-    "pulumi:providers:kubernetes": Rule(("/clusterIdentifier",), "pulumi-kubernetes provider/pkg/provider/provider.go:490",
-                                        changed_only=True),
+    "pulumi:providers:kubernetes": Rule(("/clusterIdentifier",),
+                                        "pulumi-kubernetes provider/pkg/provider/provider.go:490", changed_only=True),
 }
 
 ENGINE = "pulumi pkg/resource/deploy/step_generator.go (applyReplaceOnChanges)"
