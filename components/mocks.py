@@ -288,6 +288,8 @@ def recorded_options(request: Any, names: dict[str, str], inherited: dict[str, A
         options["deletedWith"] = names.get(request.deletedWith, request.deletedWith.rsplit("::", 1)[-1])
     for key, value in inherited.items():
         options.setdefault(key, value)
+    if request.replace_with:
+        options["replaceWith"] = sorted(names.get(u, u.rsplit("::", 1)[-1]) for u in request.replace_with)
     if request.HasField("replacement_trigger"):
         options["replacementTrigger"] = _plain(json_format.MessageToDict(request.replacement_trigger))
     if request.provider:

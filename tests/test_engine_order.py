@@ -156,3 +156,22 @@ def test_deleted_with_the_vm_itself_every_object_would_be_deleted_through_the_ol
     steps = up(old, fresh_plan("k3s", ["gpushare:vm.spot=false"], mocks=NewIds("2")).resources)
     assert {s.op for s in steps if s.type.startswith("kubernetes:") and s.op in ("delete", "drop")} == {"delete"}
 
+
+
+# --- a replaced node pool re-runs the proof -----------------------------------------------------------------------
+
+
+def test_a_replaced_gpu_pool_replaces_every_proof_pod_and_the_verifier_so_no_old_verdict_stays(
+        fresh_plan: Callable[..., Plan]) -> None:
+    old = fresh_plan("gke", ["gpushare:gke.spot=false"]).resources
+    steps = up(old, fresh_plan("gke", ["gpushare:gke.spot=true"]).resources)
+    ops = [(s.op, s.name) for s in steps]
+    # spot is ForceNew (node_config.go:616): the fixed-name pool is replaced delete-first ...
+    assert ops.index(("delete", "gke-gpu-pool")) < ops.index(("create-replacement", "gke-gpu-pool"))
+    assert ("delete", "gke-cluster") not in ops
+    # ... and with it every proof Pod and the verifier (ReplaceWith, step_generator.go:2893-2903): deleted through
+    # the API before the pool goes, created on the new nodes, judged again.
+    pods = {r["name"] for r in old if r["type"] == "kubernetes:core/v1:Pod"}
+    assert len(pods) >= 5 and "gpushare-proof-verifier-pod" in pods
+    assert {n for op, n in ops[:ops.index(("delete", "gke-gpu-pool"))] if op == "delete"} >= pods
+    assert {n for op, n in ops if op == "create-replacement"} >= pods

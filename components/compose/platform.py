@@ -112,6 +112,7 @@ def gke_platform(cfg: GkeStack) -> ClusterFacts:
         provider=cluster.provider,
         gpu=GpuFacts(memory_mib=args.gpu_memory_mib, per_node=args.gpus_per_node),
         ready=[cluster.node_pool],
+        nodes=[cluster.node_pool],
         outputs={
             "kubeconfig": cluster.kubeconfig,
             "clusterName": cluster.cluster.name,
@@ -159,6 +160,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
         provider=bootstrap.provider,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=1),  # the VM's one card
         ready=[bootstrap.ready],
+        nodes=[vm.instance],
         outputs={
             "externalIp": vm.external_ip,
             "sshCommand": ssh,
@@ -184,6 +186,7 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
         provider=bootstrap.provider,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
         ready=[bootstrap.ready],
+        nodes=[bootstrap.k3s],
         outputs={
             "externalIp": host.address,
             "sshCommand": f"ssh -p {host.port} {host.user}@{host.address}",

@@ -112,6 +112,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
         smi_image=mirrored(v.smi_image, cfg.mirrors) if whole_cards_beside_slices(cfg) else None,
         ready=[*cluster.ready, *sharing.ready],
         pod_tries=pod_tries(cfg, contract),
+        replace_with=cluster.nodes,
     )
 
 

@@ -31,6 +31,9 @@ class ClusterFacts:
     labels_ready: Sequence[pulumi.Resource] = ()
     """What the sharing system's node agents must wait for: the GPU node labels where the stack patches nodes it
     did not create (their selector reads them); empty where labels are born with the node (GKE pool, k3s config)."""
+    nodes: Sequence[pulumi.Resource] = ()
+    """What the GPU nodes are, where the stack makes them (the GKE pool, the k3s VM, k3s on a host): the proof is
+    replaced whenever one of them is, so its verdict is always about the nodes there are."""
     outputs: Mapping[str, Any] = field(default_factory=dict)
     """Platform-specific stack outputs (cluster name, external IP, SSH command, cost note)."""
     deleted_with: pulumi.Resource | None = None

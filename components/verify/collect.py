@@ -56,6 +56,8 @@ class VerifierArgs:
     ready: Sequence[pulumi.Resource] = ()
     run_id: str = "1"
     """A new value replaces the verifier Pod, so it judges the new proof Pods."""
+    replace_with: Sequence[pulumi.Resource] = ()
+    """A replaced node pool or VM replaces the verifier too (pulumi step_generator.go:2893-2903, ReplaceWith)."""
 
 
 def planned_verification(expect: Expectation) -> dict[str, Any]:
@@ -215,6 +217,7 @@ class Verifier(pulumi.ComponentResource):
                 pulumi.ResourceOptions(
                     custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
                     replacement_trigger=args.run_id,
+                    replace_with=list(args.replace_with) or None,
                     # Any input change re-runs it; not "*", which also matches the init error a refresh records on a
                     # Failed Pod and would re-judge under the same runId (pulumi step_generator.go:3185 replaces,
                     # :2180 otherwise re-awaits WAIT_ENDED in place).

@@ -49,6 +49,8 @@ class ProofArgs:
     ready: Sequence[pulumi.Resource] = ()
     pod_tries: Sequence[PodTry] = ()
     """The ways around the quota a Pod's spec can take, each tried in its own Pod (the expectation names them)."""
+    replace_with: Sequence[pulumi.Resource] = ()
+    """What the GPU nodes are (the pool, the VM): the proof Pods and the verifier are replaced whenever one is."""
 
 
 def isolation_note(proof: SharingProof) -> str:
@@ -87,6 +89,7 @@ class Proof(pulumi.ComponentResource):
                 ready=ready,
                 run_id=args.settings.run_id,
                 pod_tries=args.pod_tries,
+                replace_with=args.replace_with,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -102,6 +105,7 @@ class Proof(pulumi.ComponentResource):
                 fail_on_violation=args.settings.fail_on_violation,
                 ready=ready,
                 run_id=args.settings.run_id,
+                replace_with=args.replace_with,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

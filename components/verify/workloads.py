@@ -79,6 +79,8 @@ class ProofWorkloadsArgs:
     """A new value replaces every proof Pod, so `pulumi up` runs the proof again."""
     pod_tries: Sequence[PodTry] = ()
     """Each runs once, in its own Pod beside A, and ends: the verifier reports what it could allocate."""
+    replace_with: Sequence[pulumi.Resource] = ()
+    """A replaced node pool or VM replaces every proof Pod (pulumi step_generator.go:2893-2903, ReplaceWith)."""
 
 
 def probe_files() -> dict[str, str]:
@@ -237,6 +239,7 @@ class ProofWorkloads(pulumi.ComponentResource):
                 depends_on=[*args.ready, *depends_on],
                 delete_before_replace=True,
                 replacement_trigger=args.run_id,
+                replace_with=list(args.replace_with) or None,
             )
 
         cm_name = f"{prefix}-probes"
