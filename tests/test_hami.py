@@ -46,7 +46,7 @@ def _args(version: str, **changes: Any) -> hami.HamiArgs:
     own = set(HamiConfig.model_fields) - {"runtime_class_name"}  # the args carry the one the toolkit decided
     section = {"version": version, "scheduler_image_tag": "v1.35.6", **{k: v for k, v in changes.items() if k in own}}
     rest = {k: v for k, v in changes.items() if k not in own}
-    return hami.HamiArgs(settings=HamiConfig(**section), **rest)
+    return hami.HamiArgs(settings=HamiConfig(**section), **{"stack": "test", **rest})
 
 
 def _mirrored_values(version: str, **changes: Any) -> dict[str, Any]:

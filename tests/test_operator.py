@@ -129,7 +129,8 @@ def test_operator_catch_all_mirror_keeps_the_registry_host_as_a_path_segment(ups
 
 
 def test_operator_values_pass_driver_and_device_plugin_switches_through() -> None:
-    args = GpuOperatorArgs(GpuOperatorConfig(cdi_enabled=False, driver_enabled=True, device_plugin_enabled=True))
+    args = GpuOperatorArgs(GpuOperatorConfig(cdi_enabled=False, driver_enabled=True, device_plugin_enabled=True),
+                           stack="test")
     values = operator_values(args)
     assert (values["driver"], values["devicePlugin"], values["cdi"]) == (
         {"enabled": True}, {"enabled": True}, {"enabled": False})

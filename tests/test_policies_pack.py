@@ -68,7 +68,7 @@ def test_kai_scheduler_component_built_with_a_boolean_is_caught_by_name(fresh_pl
         from components.gpu.kai import KaiScheduler, KaiSchedulerArgs
         from components.gpu.settings import KaiConfig
         # model_construct skips config's own check: a component built by hand, past config, as the policy sees it.
-        KaiScheduler("kai", KaiSchedulerArgs(KaiConfig.model_construct(cdi_enabled=True)))
+        KaiScheduler("kai", KaiSchedulerArgs(KaiConfig.model_construct(cdi_enabled=True), stack="test"))
     """)
     assert [d.policy for d in mandatory(run_plan(plan, {}))] == ["kai-cdi-enabled-is-a-string"]
 

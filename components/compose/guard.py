@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
+
 from components.config import ExistingStack, GkeStack, K3sStack, StackConfig
 from components.contracts.cluster import ClusterFacts
+from components.contracts.names import stack_scoped
 from components.gpu.gke_cdi import KAI_RESERVATION_NAMESPACE
 from components.gpu.guard import RULES, AdmissionGuard, AdmissionGuardArgs, GuardRule
 
@@ -63,7 +66,7 @@ def guard(cfg: StackConfig, cluster: ClusterFacts) -> dict[str, Any]:
         "gpushare-guard",
         AdmissionGuardArgs(
             provider=cluster.provider,
-            policy_name=f"{cfg.verify.namespace}-gpu-guard",
+            policy_name=stack_scoped("gpushare-gpu-guard", pulumi.get_stack()),
             mode=mode,
             rules=rules,
             exempt_namespaces=exempt_namespaces(cfg),

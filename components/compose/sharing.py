@@ -37,7 +37,7 @@ def sharing(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> S
 
 def kai_scheduler_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> KaiSchedulerArgs:
     gate_image = mirrored(cfg.verify.probe_image, cfg.mirrors)
-    return KaiSchedulerArgs(settings=cfg.kai, ready=tuple(ready), gate_image=gate_image, mirrors=cfg.mirrors,
+    return KaiSchedulerArgs(settings=cfg.kai, stack=pulumi.get_stack(), ready=tuple(ready), gate_image=gate_image, mirrors=cfg.mirrors,
                             chart_source=cfg.chart_sources.kai)
 
 
@@ -88,6 +88,7 @@ def gke_native_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFac
 def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> HamiArgs:
     return HamiArgs(
         settings=cfg.hami,
+        stack=pulumi.get_stack(),
         # Unpinned, the chart takes the tag from the server; config's version names it in `images`.
         server_version=kubernetes_release(cfg.server_version),
         server_git_version=cfg.server_version,

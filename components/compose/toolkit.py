@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pulumi
+
 from components.config import ExistingStack, StackConfig
 from components.contracts.cluster import ClusterFacts
 from components.contracts.sharing import ToolkitFacts
@@ -12,7 +14,7 @@ NOTHING = {"host": "nothing: toolkit from the host", "gke-managed": "nothing: to
 
 
 def gpu_operator_args(cfg: ExistingStack, cluster: ClusterFacts) -> GpuOperatorArgs:
-    return GpuOperatorArgs(settings=cfg.gpu_operator, mirrors=cfg.mirrors, chart_source=cfg.chart_sources.gpu_operator,
+    return GpuOperatorArgs(settings=cfg.gpu_operator, stack=pulumi.get_stack(), mirrors=cfg.mirrors, chart_source=cfg.chart_sources.gpu_operator,
                            ready=cluster.ready, gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
                            refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env)
 

@@ -69,6 +69,8 @@ class HamiArgs:
 
     settings: HamiConfig
     """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
+    stack: str = field(kw_only=True)
+    """The stack's name (`pulumi.get_stack()`): in every name another stack on the same cluster could also give."""
     server_version: str | None = None
     """The server's release as config knows it (`v1.36.2`): the tag the chart derives, listed in `images`."""
     runtime_class_name: str | None = None
@@ -122,6 +124,7 @@ def server_version_gate(args: HamiArgs) -> ReadyGateArgs:
         non_resource_path="/version",
         ready_rule=f"gitVersion={wanted}",
         image=args.gate_image,
+        stack=args.stack,
         timeout_seconds=args.gate_timeout_seconds,
         after=args.ready,
         hint=f"the server is not {wanted}: set {args.server_version_key} to its gitVersion (kubectl version), "

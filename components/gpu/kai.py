@@ -32,6 +32,8 @@ class KaiSchedulerArgs:
 
     settings: KaiConfig
     """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
+    stack: str = field(kw_only=True)
+    """The stack's name (`pulumi.get_stack()`): in every name another stack on the same cluster could also give."""
     ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
     """What the release waits for (the GPU node pool)."""
     gate_image: str = "python:3.12-slim-bookworm"
@@ -89,6 +91,7 @@ class KaiScheduler(pulumi.ComponentResource):
                 object_name=CONFIG_NAME,
                 ready_rule="condition:Ready",
                 image=args.gate_image,
+                stack=args.stack,
                 timeout_seconds=300,
                 after=[self.release],
             ),

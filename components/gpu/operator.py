@@ -25,6 +25,8 @@ class GpuOperatorArgs:
 
     settings: GpuOperatorConfig
     """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
+    stack: str = field(kw_only=True)
+    """The stack's name (`pulumi.get_stack()`): in every name another stack on the same cluster could also give."""
     mirrors: Mirrors = field(default_factory=Mirrors)
     """Where every image of the chart and its NFD subchart is pulled from (NFD's registry.k8s.io image first of all:
     without NFD no operand DaemonSet is ever created)."""
@@ -103,6 +105,7 @@ class GpuOperator(pulumi.ComponentResource):
                 object_name=CLUSTER_POLICY,
                 ready_rule="status.state=ready",
                 image=args.gate_image,
+                stack=args.stack,
                 timeout_seconds=args.timeout_seconds,
                 after=[self.release],
             ),

@@ -13,13 +13,14 @@ completed instead of waiting on it again (provider/pkg/provider/provider.go, Dif
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import incluster
+from components.contracts.names import stack_scoped
 from components.reader_account import reader_account
 
 SCRIPT = f"{incluster.MOUNT_PATH}/ready_gate_pod.py"
@@ -41,6 +42,8 @@ class ReadyGateArgs:
     """`condition:Ready`, or a field and its value: `status.state=ready`."""
     image: str
     """Any image with python3."""
+    stack: str = field(kw_only=True)
+    """The stack's name (`pulumi.get_stack()`): in every name another stack on the same cluster could also give."""
     timeout_seconds: int = 600
     after: Sequence[pulumi.Resource] = ()
     non_resource_path: str | None = None
@@ -97,18 +100,20 @@ class ReadyGate(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ReadyGateArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:ReadyGate", name, None, opts)
+        # The Job, its account and files may share a namespace with another stack's, the roles a cluster.
+        scoped = stack_scoped(name, args.stack)
         _, binding = reader_account(
             self,
             name,
-            account_name=name,
+            account_name=scoped,
             namespace=args.namespace,
-            role_name=f"gpushare-{name}",
+            role_name=f"gpushare-{scoped}",
             rules=gate_rules(args),
             after=args.after,
         )
         files = k8s.core.v1.ConfigMap(
             f"{name}-files",
-            metadata={"name": f"{name}-files", "namespace": args.namespace},
+            metadata={"name": f"{scoped}-files", "namespace": args.namespace},
             data=incluster.files(),
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
@@ -116,11 +121,11 @@ class ReadyGate(pulumi.ComponentResource):
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata={
-                "name": name,
+                "name": scoped,
                 "namespace": args.namespace,
                 "annotations": {"pulumi.com/replaceUnready": "true"},
             },
-            spec=gate_job_spec(args, name, f"{name}-files", path),
+            spec=gate_job_spec(args, scoped, f"{scoped}-files", path),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[*args.after, binding, files],
