@@ -73,7 +73,8 @@ def test_kai_fraction_refuses_a_request_larger_than_the_card() -> None:
 
 
 def _kai_args(delete_kept_queues: bool) -> KaiSchedulerArgs:
-    return KaiSchedulerArgs(KaiConfig(queue="q", parent_queue="pq", delete_kept_queues=delete_kept_queues), stack="test")
+    settings = KaiConfig(queue="q", parent_queue="pq", delete_kept_queues=delete_kept_queues)
+    return KaiSchedulerArgs(settings, stack="test")
 
 
 def test_kai_values_leave_queues_to_the_stack_when_it_deletes_them() -> None:

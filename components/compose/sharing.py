@@ -37,8 +37,8 @@ def sharing(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> S
 
 def kai_scheduler_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> KaiSchedulerArgs:
     gate_image = mirrored(cfg.verify.probe_image, cfg.mirrors)
-    return KaiSchedulerArgs(settings=cfg.kai, stack=pulumi.get_stack(), ready=tuple(ready), gate_image=gate_image, mirrors=cfg.mirrors,
-                            chart_source=cfg.chart_sources.kai)
+    return KaiSchedulerArgs(settings=cfg.kai, stack=pulumi.get_stack(), ready=tuple(ready), gate_image=gate_image,
+                            mirrors=cfg.mirrors, chart_source=cfg.chart_sources.kai)
 
 
 def isolator_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> ResourceIsolatorArgs:
