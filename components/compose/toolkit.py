@@ -15,7 +15,8 @@ NOTHING = {"host": "nothing: toolkit from the host", "gke-managed": "nothing: to
 
 def gpu_operator_args(cfg: ExistingStack, cluster: ClusterFacts) -> GpuOperatorArgs:
     return GpuOperatorArgs(settings=cfg.gpu_operator, stack=pulumi.get_stack(), mirrors=cfg.mirrors,
-                           chart_source=cfg.chart_sources.gpu_operator, ready=cluster.ready, gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
+                           chart_source=cfg.chart_sources.gpu_operator, ready=cluster.ready,
+                           gate_image=mirrored(cfg.verify.probe_image, cfg.mirrors),
                            refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env)
 
 
