@@ -124,17 +124,9 @@ def _gke_versions(args: dict[str, Any], answers: MockAnswers, invented: Invented
     }
 
 
-def _guest_attribute(args: dict[str, Any], answers: MockAnswers, invented: Invented) -> dict[str, Any]:
-    # What the guest agent publishes under hostkeys/ssh-ed25519: the public key's base64 body, no type.
-    body = invented.add(answers.ssh_public_key.split(" ", 1)[1], LOOKED_UP)
-    guest_id = invented.add(f"{args.get('name')}-guest", LOOKED_UP)
-    return {**args, "variableValue": body, "queryValues": [], "id": guest_id}
-
-
 Invoke = Callable[[dict[str, Any], MockAnswers, Invented], dict[str, Any]]
 INVOKES: dict[str, Invoke] = {
     "gcp:container/getEngineVersions:getEngineVersions": _gke_versions,
-    "gcp:compute/getInstanceGuestAttributes:getInstanceGuestAttributes": _guest_attribute,
 }
 
 
@@ -167,8 +159,11 @@ def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invente
             access = (nic.get("accessConfigs") or [{}])[0]
             # A reserved address given as natIp is the VM's; without one GCE picks an ephemeral address.
             nic["accessConfigs"] = [{**access, "natIp": access.get("natIp") or made_up(answers.vm_external_ip)}]
-            return {"networkInterfaces": [nic, *nics[1:]], "instanceId": made_up(answers.vm_instance_id),
-                    "name": inputs.get("name") or made_up(f"{args.name}-{answers.vm_instance_id[:7]}")}
+            name = inputs.get("name") or made_up(f"{args.name}-{answers.vm_instance_id[:7]}")
+            zone = inputs.get("zone", "")
+            return {"networkInterfaces": [nic, *nics[1:]], "instanceId": made_up(answers.vm_instance_id), "name": name,
+                    "selfLink": made_up(f"https://www.googleapis.com/compute/v1/projects/{answers.project}/zones/"
+                                        f"{zone}/instances/{name}")}
         case "tls:index/privateKey:PrivateKey":
             body = made_up(answers.ssh_private_key_body)
             return {
@@ -185,6 +180,8 @@ def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invente
                 for value in (answers.k3s_local_server, answers.ca_b64, answers.kubeconfig_token):
                     made_up(value)
                 return {"stdout": answers.kubeconfig(), "stderr": ""}
+            if "guest_attributes" in create:  # the host key the guest agent published, as the read prints it
+                return {"stdout": made_up(answers.ssh_public_key) + "\n", "stderr": ""}
             return {"stdout": "", "stderr": ""}
         case "kubernetes:helm.sh/v3:Release":
             # The rest of Helm's status copies the inputs; only its state and revision are made up.

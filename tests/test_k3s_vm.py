@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -104,36 +103,72 @@ def test_cloud_init_leaves_the_host_keys_to_the_guest_agent() -> None:
     assert yaml.safe_load(text) == {"ssh_deletekeys": False, "ssh_genkeytypes": []}
 
 
-def _wait(coroutine: Any) -> Any:
-    """Run a coroutine on its own loop, leaving the one Pulumi's later tests use in place."""
-    return asyncio.new_event_loop().run_until_complete(coroutine)
+class Answers:
+    """The compute API's answers to getGuestAttributes, one per try, and the URLs asked."""
+
+    def __init__(self, *answers: tuple[int, dict[str, Any]]):
+        self.answers, self.asked = list(answers), []
+
+    def __call__(self, url: str, token: str) -> tuple[int, bytes]:
+        self.asked.append(url)
+        status, body = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return status, json.dumps(body).encode()
 
 
-def test_the_host_key_is_read_from_the_guest_attribute_once_the_agent_publishes_it() -> None:
-    from components.platform.k3s_vm import HOST_KEY_ATTRIBUTE, wait_for_published_host_key
+BODY = "AAAAC3NzaC1lZDI1NTE5AAAAIEhvc3RIb3N0SG9zdEhvc3RIb3N0SG9zdEhvc3RIb3N0"
+VM_URL = "https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-b/instances/vm"
+NOT_FOUND = (404, {"error": {"message": "The resource 'guestAttributes' was not found"}})
 
-    asked: list[dict[str, str]] = []
 
-    async def invoke(props: dict[str, str]) -> dict[str, object]:
-        asked.append(props)
-        if len(asked) < 3:  # the first boot has not reached the agent yet: 404
-            raise RuntimeError("googleapi: Error 404: The resource 'guestAttributes' was not found")
-        return {"variableValue": "AAAAC3NzaC1lZDI1NTE5AAAAIBody"}
+def test_the_host_key_is_read_once_the_agent_publishes_it_and_404_is_waited_out() -> None:
+    from components.platform import guest_attributes as ga
 
-    key = _wait(wait_for_published_host_key(invoke, "vm", "us-central1-b", tries=5, interval_s=0))
-    assert key == "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBody"
-    assert asked[-1] == {"name": "vm", "zone": "us-central1-b", "variableKey": HOST_KEY_ATTRIBUTE}
-    assert HOST_KEY_ATTRIBUTE == "hostkeys/ssh-ed25519"
+    fetch = Answers(NOT_FOUND, (503, {}), (200, {"variableValue": BODY}))
+    assert ga.read(fetch, VM_URL, "t", tries=5, interval_s=0) == f"ssh-ed25519 {BODY}"
+    assert fetch.asked == [f"{VM_URL}/getGuestAttributes?variableKey=hostkeys%2Fssh-ed25519"] * 3
+
+
+def test_credentials_without_the_permission_fail_at_once_naming_it() -> None:
+    from components.platform import guest_attributes as ga
+
+    fetch = Answers((403, {"error": {"message": "Required 'compute.instances.getGuestAttributes' permission"}}))
+    with pytest.raises(ga.Refused, match=r"^403: the credentials lack compute\.instances\.getGuestAttributes"):
+        ga.read(fetch, VM_URL, "t", tries=60, interval_s=0)
+    assert len(fetch.asked) == 1  # no retry: waiting does not grant a permission
+    for status in (400, 401):
+        with pytest.raises(ga.Refused):
+            ga.read(Answers((status, {})), VM_URL, "t", tries=60, interval_s=0)
 
 
 def test_a_vm_that_never_publishes_its_host_key_fails_with_the_command_to_check() -> None:
-    from components.platform.k3s_vm import wait_for_published_host_key
+    from components.platform import guest_attributes as ga
 
-    async def invoke(props: dict[str, str]) -> dict[str, object]:
-        return {"variableValue": ""}
+    with pytest.raises(ga.Refused, match=r"hostkeys/ssh-ed25519 after 10s \(last: published nothing yet\).*"
+                                         r"gcloud compute instances get-guest-attributes"):
+        ga.read(Answers((200, {"variableValue": ""})), VM_URL, "t", tries=2, interval_s=5, sleep=lambda _: None)
 
-    with pytest.raises(RuntimeError, match=r"hostkeys/ssh-ed25519.*gcloud compute instances get-guest-attributes vm"):
-        _wait(wait_for_published_host_key(invoke, "vm", "us-central1-b", tries=2, interval_s=0))
+
+def test_the_read_takes_the_environments_token_or_gcloud_application_default_credentials() -> None:
+    from components.platform import guest_attributes as ga
+
+    assert ga.access_token({"GOOGLE_OAUTH_ACCESS_TOKEN": "env"}, lambda argv: "adc") == "env"
+    assert ga.access_token({}, lambda argv: "adc\n") == "adc"
+
+    def no_gcloud(argv: list[str]) -> str:
+        raise FileNotFoundError(argv[0])
+
+    with pytest.raises(ga.Refused, match="gcloud auth application-default login"):
+        ga.access_token({}, no_gcloud)
+
+
+def test_the_host_key_step_runs_the_read_once_per_instance(plan_stack):
+    plan = plan_stack("k3s")
+    step = plan.one("command:local:Command", "k3s-vm-host-key")
+    assert step["inputs"]["create"] == "python3 -m components.platform.guest_attributes"
+    assert step["inputs"]["triggers"] == ["1234567890123456789"]  # the instance id: replaced only with the VM
+    # The instance's selfLink, so the read needs no project or zone of its own.
+    assert step["inputs"]["environment"]["GPUSHARE_INSTANCE_URL"].startswith(
+        "https://www.googleapis.com/compute/v1/projects/mock-project/zones/us-central1-b/instances/")
 
 
 def test_k3s_instance_is_a_spot_g4_with_ubuntu_2204(plan_stack):

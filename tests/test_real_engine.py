@@ -294,12 +294,28 @@ def test_bootstrap_checks_the_host_key_the_vm_published_and_no_private_key_is_in
             asked.append(dict(args.args))
             return super().call(args)
 
-    fresh_plan("k3s", mocks=Recording(override=record))
+    plan = fresh_plan("k3s", mocks=Recording(override=record))
     public = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockMockMockMockMockMockMockMockMockMock"
     assert {seen[f"k3s-{step}"] for step in ("driver", "toolkit", "config", "k3s", "checks", "kubeconfig")} == {public}
-    # Read from the guest attribute the agent writes on first boot (guest-agent instance_setup.go, generateSSHKeys).
-    assert [a["variableKey"] for a in asked if "variableKey" in a] == ["hostkeys/ssh-ed25519"]
+    # Read by the host-key step from the guest attribute the agent writes on first boot (guest-agent
+    # instance_setup.go, generateSSHKeys), not by an invoke that every preview and `up` would make again.
+    assert not [a for a in asked if "variableKey" in a]
+    assert plan.one("command:local:Command", "k3s-vm-host-key")["inputs"]["create"].endswith("guest_attributes")
     assert "PRIVATE KEY" not in json.dumps(seen["metadata"])
+
+
+def test_the_host_key_is_read_again_only_for_a_new_instance(fresh_plan: Callable[..., Plan]) -> None:
+    from components.plan_view.engine import up
+
+    def read_steps(before: GpushareMocks, after: GpushareMocks) -> list[str]:
+        steps = up(fresh_plan("k3s", mocks=before).resources, fresh_plan("k3s", mocks=after).resources)
+        return [s.op for s in steps if s.name == "k3s-vm-host-key"]
+
+    # The same VM: the step is unchanged, so a preview or `up` reads its stored stdout and asks GCE nothing ...
+    assert read_steps(_replaced_vm("1111111111111111111"), _replaced_vm("1111111111111111111")) == []
+    # ... a new VM (a new instance id in the triggers): it runs once more, for the new key.
+    assert read_steps(_replaced_vm("1111111111111111111"), _replaced_vm("2222222222222222222")) == [
+        "create-replacement", "delete"]
 
 
 def test_an_existing_hosts_bootstrap_checks_the_host_key_it_was_given(fresh_plan: Callable[..., Plan]) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_command as command
 import pulumi_gcp as gcp
 import pulumi_tls as tls
 import yaml
@@ -40,12 +39,9 @@ def region_of(zone: str) -> str:
     return region
 
 
-HOST_KEY_ATTRIBUTE = "hostkeys/ssh-ed25519"
-"""Where the GCE guest agent publishes the ed25519 host key it generated on first boot (guest-agent
-google_guest_agent/instance_setup.go, generateSSHKeys: WriteGuestAttributes("hostkeys/"+type, key))."""
-GUEST_ATTRIBUTES_INVOKE = "gcp:compute/getInstanceGuestAttributes:getInstanceGuestAttributes"
-HOST_KEY_TRIES = 60
-HOST_KEY_INTERVAL_S = 5.0
+HOST_KEY_READ = "python3 -m components.platform.guest_attributes"
+"""The host-key step's command, run from the project on the machine that runs `pulumi up` (pulumi-command v1.2.1
+provider/pkg/provider/local/commandOutputs.go:73-81: the provider's working directory and environment)."""
 
 
 def keys_left_to_the_agent_cloud_config() -> str:
@@ -57,44 +53,6 @@ def keys_left_to_the_agent_cloud_config() -> str:
     """
     document = {"ssh_deletekeys": False, "ssh_genkeytypes": []}
     return "#cloud-config\n" + yaml.safe_dump(document, sort_keys=True)
-
-
-def host_key_line(published: str) -> str:
-    """The guest attribute's value (the key's base64 body) as the OpenSSH public key the SSH dial compares."""
-    body = published.strip()
-    if not body or " " in body:
-        raise ValueError(f"guest attribute {HOST_KEY_ATTRIBUTE} is not an ed25519 key body: {published!r}")
-    return f"ssh-ed25519 {body}"
-
-
-Invoke = Callable[[dict[str, str]], Awaitable[dict[str, object]]]
-
-
-async def wait_for_published_host_key(
-    invoke: Invoke, name: str, zone: str, tries: int = HOST_KEY_TRIES, interval_s: float = HOST_KEY_INTERVAL_S
-) -> str:
-    """The VM's ed25519 host key once the guest agent has published it (a fresh VM takes a boot to do so)."""
-    last = "no answer"
-    for attempt in range(tries):
-        try:
-            answer = await invoke({"name": name, "zone": zone, "variableKey": HOST_KEY_ATTRIBUTE})
-            value = str(answer.get("variableValue") or "")
-            if value:
-                return host_key_line(value)
-            last = "empty"
-        except Exception as err:  # 404 until the agent writes it; any other error is shown if it lasts
-            last = str(err).splitlines()[0] if str(err) else type(err).__name__
-        if attempt + 1 < tries:
-            await asyncio.sleep(interval_s)
-    raise RuntimeError(
-        f"VM {name} published no sshd host key in guest attribute {HOST_KEY_ATTRIBUTE} within "
-        f"{int(tries * interval_s)}s (last: {last}); check the guest agent with `gcloud compute instances "
-        f"get-guest-attributes {name} --zone {zone} --query-path=hostkeys/`, then run `pulumi up` again"
-    )
-
-
-async def _invoke_guest_attributes(props: dict[str, str]) -> dict[str, object]:
-    return await pulumi.runtime.invoke_async(GUEST_ATTRIBUTES_INVOKE, props)
 
 
 @dataclass(frozen=True)
@@ -118,6 +76,7 @@ class GpuVm(pulumi.ComponentResource):
     host_key: pulumi.Output[str]
     """The sshd host key's public half (OpenSSH) as the VM published it, which the bootstrap's SSH connection must
     be offered; unknown in a preview of a VM not yet created."""
+    host_key_read: command.local.Command
     ssh_user: str
     instance: gcp.compute.Instance
     firewall: gcp.compute.Firewall
@@ -209,9 +168,16 @@ class GpuVm(pulumi.ComponentResource):
         )
         self.external_ip = self.address.address
         self.private_key = pulumi.Output.secret(key.private_key_openssh)
-        # Read after every (re)creation: the instance id in the key makes a replaced VM's key a new read.
-        self.host_key = pulumi.Output.all(self.instance.name, self.instance.zone, self.instance.instance_id).apply(
-            lambda parts: wait_for_published_host_key(_invoke_guest_attributes, parts[0], parts[1])
+        # Read once per instance: its id in the triggers replaces the step only with the VM, and every other
+        # preview and `up` reads the key from the step's state, with no call to GCE (a stopped Spot VM's included).
+        self.host_key_read = command.local.Command(
+            f"{name}-host-key",
+            create=HOST_KEY_READ,
+            environment={"GPUSHARE_INSTANCE_URL": self.instance.self_link},
+            triggers=[self.instance.instance_id],
+            logging=command.local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.instance]),
         )
+        self.host_key = self.host_key_read.stdout.apply(lambda line: line.strip())
         self.ssh_user = args.settings.ssh_user
         self.register_outputs({"externalIp": self.external_ip, "privateKey": self.private_key})
