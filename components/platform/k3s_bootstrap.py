@@ -319,6 +319,9 @@ class K3sBootstrap(pulumi.ComponentResource):
             # Without it a new server address in the kubeconfig replaces the provider and every object on it
             # (pulumi-kubernetes provider/pkg/provider/provider.go, DiffConfig compares the active cluster).
             cluster_identifier=args.cluster_identifier,
+            # deleteUnreachable stays off: a refresh while a Spot VM is stopped would drop every object from the
+            # state (pulumi-kubernetes provider.go:1919-1927), and a Helm release refuses it anyway (:2547); the
+            # objects go with this provider instead (contracts/cluster.py, ClusterFacts.deleted_with).
             opts=pulumi.ResourceOptions(parent=self, depends_on=[steps["kubeconfig"]]),
         )
         self.register_outputs({"kubeconfig": self.kubeconfig, "nodeName": args.settings.node_name})

@@ -40,8 +40,9 @@ def region_of(zone: str) -> str:
 
 
 HOST_KEY_READ = "python3 -m components.platform.guest_attributes"
-"""The host-key step's command, run from the project on the machine that runs `pulumi up` (pulumi-command v1.2.1
-provider/pkg/provider/local/commandOutputs.go:73-81: the provider's working directory and environment)."""
+"""The host-key step's command, run from the project on the machine that runs `pulumi up`: in the provider's working
+directory and environment (pulumi-command v1.2.1 provider/pkg/provider/local/commandOutputs.go:73-81), which the
+engine starts in the program's (pulumi sdk/go/common/resource/plugin/provider_plugin.go:287, plugin.go:599)."""
 
 
 def keys_left_to_the_agent_cloud_config() -> str:
