@@ -102,6 +102,7 @@ class Proof(pulumi.ComponentResource):
                 fail_on_violation=args.settings.fail_on_violation,
                 ready=ready,
                 run_id=args.settings.run_id,
+                shared_card_uuid=args.proof.shared_card.uuid if args.proof.shared_card else None,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
