@@ -148,7 +148,8 @@ INVOKES: dict[str, Invoke] = {
 def _two_card_register(answers: MockAnswers, invented: Invented) -> dict[str, str]:
     """A two-card node as HAMi's device plugin registers it: JSON in map order (card 1 first here), `index` left
     out for card 0 (omitempty; HAMi v2.9.0 pkg/device/devices.go:102 and :331 MarshalNodeDevices)."""
-    card = {"count": 10, "devmem": 15360, "devcore": 100, "type": "NVIDIA-Tesla T4", "health": True, "mode": "hami-core"}
+    card = {"count": 10, "devmem": 15360, "devcore": 100, "type": "NVIDIA-Tesla T4", "health": True,
+            "mode": "hami-core"}
     cards = [{"id": invented.add(answers.gpu_uuid_1, READ_AT_UP), "index": 1, **card},
              {"id": invented.add(answers.gpu_uuid_0, READ_AT_UP), **card}]
     return {"hami.io/node-nvidia-register": json.dumps(cards, separators=(",", ":")),
