@@ -115,8 +115,9 @@ class GkeStack(Stack):
 
 SEVERAL_CARDS_WHY: dict[GkeSharing, str] = {
     # KAI-Scheduler v0.17.0 pkg/scheduler/gpu_sharing/gpuSharing.go:77 (a new gpu-group is a fresh UUID, no card),
-    # pkg/resourcereservation/discovery/discovery.go:38 (the card is what the reservation Pod's NVML finds);
-    # components/gpu/gke_cdi.py's policy mutates at admission, before the binder knows that card.
+    # pkg/resourcereservation/discovery/discovery.go:38 (the card is what the reservation Pod's NVML finds), and
+    # pkg/binder/plugins/gpusharing/gpu_sharing.go:73 (NVIDIA_VISIBLE_DEVICES names it, which GKE's `runc` handler
+    # ignores); components/gpu/gke_cdi.py's policy mutates at admission, before the binder knows that card.
     "kai": "KAI puts a fraction on whichever card its reservation Pod is given, and no Pod annotation chooses "
            "one; the gkeCdi device policy mounts the devices at admission, before that card is known, so a "
            "privileged Pod would compute on card 0 whatever KAI gave it",
