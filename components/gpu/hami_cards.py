@@ -3,6 +3,10 @@
 HAMi places a Pod on a card by the card's UUID only (`nvidia.com/use-gpuuuid`), and a UUID exists only once the
 node's device plugin registered it, so the card is chosen by index (1, never the default card 0) and its UUID is
 read from the node's register annotation at `pulumi up` (components/gpu/hami.py).
+
+Not a scheduler policy: `hami.io/gpu-scheduler-policy: binpack` on both Pods shares a card, but which one is luck.
+HAMi tries cards from the end of a list sorted by score (v2.9.0 pkg/scheduler/score.go:69, pkg/device/nvidia/
+device.go:742), on an idle node all tie, and ties keep the register annotation's order, which is Go map order.
 """
 
 from __future__ import annotations
