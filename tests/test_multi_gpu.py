@@ -259,3 +259,23 @@ def test_a_read_mock_keeps_its_id_and_invents_nothing_else() -> None:
         MockResourceArgs(typ=NODE, name="n", inputs={}, provider=None, resource_id="gpu-1"))
     assert node_id == "gpu-1" and "gpu-1" not in invented.contained
     assert invented.contained == {ANSWERS.gpu_uuid_1: READ_AT_UP, ANSWERS.gpu_uuid_0: READ_AT_UP}
+
+
+# --- the read in the plan's contract ------------------------------------------------------------------------------
+
+def test_the_node_read_is_a_read_in_the_contract_and_no_change_against_a_plan_that_had_it(plan_stack) -> None:
+    import jsonschema
+
+    from components.plan_view.diff import compare
+    from components.plan_view.golden import from_lines, sanitize
+    from components.plan_view.model import SCHEMA_PATH
+
+    plan = plan_stack("cluster", "gpushare:gpu.perNode=2")
+    document = json.loads(plan.to_json())
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
+    assert next(r for r in document["resources"] if r["name"] == "hami-node")["operation"] == "read"
+    same = compare(from_lines(sanitize(plan)), from_lines(sanitize(plan)), "base")
+    assert same.operations[f"{NODE}::hami-node"] == "read" and same.resources == []
+    one_card = compare(from_lines(sanitize(plan)), from_lines(sanitize(plan_stack("cluster"))), "base")
+    gone = next(c for c in one_card.resources if c.name == "hami-node")
+    assert gone.operation == "discard" and gone.mark == "- discard"  # the engine forgets it, deletes nothing
