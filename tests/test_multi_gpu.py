@@ -124,6 +124,11 @@ def test_a_one_card_node_pins_nothing_and_reads_no_node(stack: str, plan_stack) 
     assert expect.pinned_pods == ()
 
 
+def test_without_a_proof_a_two_card_node_is_neither_gated_nor_read(plan_stack) -> None:
+    plan = plan_stack("cluster", "gpushare:gpu.perNode=2", "gpushare:verify.enabled=false")
+    assert plan.find(NODE) == [] and "hami-registered-job" not in [j["name"] for j in plan.find(JOB)]
+
+
 @pytest.mark.parametrize(("stack", "device_env"), [
     ("k3s", ("CUDA_DEVICE_MEMORY_LIMIT_0",)),
     ("cluster", ("CUDA_DEVICE_MEMORY_LIMIT_0",)),

@@ -99,7 +99,7 @@ def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: Too
         # HAMi's device plugin passes its cards as mounts then (its getAllocateResponse, volume-mounts strategy).
         device_list_strategy="volume-mounts" if cfg.guard.refuse_unprivileged_env else None,
         cards_per_node=cluster.gpu.per_node,
-        proof_node=proof_node(cfg),
+        proof_node=proof_node(cfg) if cfg.verify.enabled else None,  # no proof, no card to read
     )
 
 
