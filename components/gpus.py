@@ -50,11 +50,19 @@ def gpu_memory_mib(accelerator: str, override: int | None = None) -> int:
 
 # --- which GCE machine family carries or takes which card ----------------------------------------------------
 # Source: Compute Engine "GPU machine types" (cloud.google.com/compute/docs/gpus) and "Accelerator-optimized
-# machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines): A2/A3/G2/G4 carry their GPU,
-# N1 takes an attached T4, V100, P4 or P100. Reviewed against those pages; extend it only from them.
+# machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines): A2/A3/G2/G4 carry their GPU
+# (g4-standard-96: 2 RTX PRO 6000), N1 takes 1, 2 or 4 attached T4s, P4s or P100s, or 1, 2, 4 or 8 V100s.
+# Reviewed against those pages; extend it only from them.
 
-ATTACHED_TO_N1 = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100")
-"""The GPUs GCE attaches to an N1 machine (`guest_accelerator`)."""
+N1_COUNTS: dict[str, tuple[int, ...]] = {
+    "nvidia-tesla-t4": (1, 2, 4),
+    "nvidia-tesla-v100": (1, 2, 4, 8),
+    "nvidia-tesla-p4": (1, 2, 4),
+    "nvidia-tesla-p100": (1, 2, 4),
+}
+"""The GPUs GCE attaches to an N1 machine (`guest_accelerator`), and how many of each one machine takes."""
+ATTACHED_TO_N1 = tuple(N1_COUNTS)
+"""The GPUs GCE attaches to an N1 machine."""
 
 BUNDLED: dict[str, str] = {
     "g2-standard": "nvidia-l4",
@@ -76,13 +84,25 @@ BUNDLED_COUNT: dict[str, int] = {
 """GPUs a G2 or G4 machine type carries (A2 and A3 name theirs: a2-highgpu-4g carries 4)."""
 
 
+def bundled_gpu_count(machine_type: str) -> int | None:
+    """How many GPUs a G2, G4, A2 or A3 machine type carries (a2-highgpu-4g: 4); None for any other type."""
+    series, _, size = machine_type.rpartition("-")
+    if series not in BUNDLED:
+        return None
+    return BUNDLED_COUNT.get(machine_type) or (int(size[:-1]) if size.endswith("g") and size[:-1].isdigit() else None)
+
+
 def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tuple[str, str] | None:
     """(`machineType` or `gpu.type` or `gpu.perNode`, why) when GCE would refuse this card on this machine."""
-    series, _, size = machine_type.rpartition("-")
+    series = machine_type.rpartition("-")[0]
     family = machine_type.split("-", 1)[0]
     if family == "n1":
-        if gpu_type in ATTACHED_TO_N1:
-            return None
+        if gpu_type in N1_COUNTS:
+            counts = N1_COUNTS[gpu_type]
+            if per_node in counts:
+                return None
+            allowed = ", ".join(map(str, counts[:-1])) + f" or {counts[-1]}"
+            return "gpu.perNode", f"{per_node} × {gpu_type}: GCE attaches {allowed} to an N1 machine; set one of those"
         carriers = sorted(s for s, g in BUNDLED.items() if g == gpu_type)
         if carriers:
             return "machineType", (f"{machine_type} takes only {', '.join(ATTACHED_TO_N1)}; {gpu_type} comes built "
@@ -95,7 +115,7 @@ def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tupl
     if carried != gpu_type:
         return "gpu.type", (f"{machine_type} carries {carried}, not {gpu_type}; set it to {carried} (or pick a "
                             f"machine type that carries {gpu_type})")
-    count = BUNDLED_COUNT.get(machine_type) or (int(size[:-1]) if size.endswith("g") and size[:-1].isdigit() else None)
+    count = bundled_gpu_count(machine_type)
     if count is None:
         return "machineType", f"{machine_type} is not a {series} machine type GCE offers"
     if count != per_node:

@@ -22,6 +22,8 @@ AFTER_CREATE = "known after create"
 """A provider output: a real preview shows it as unknown until the resource exists."""
 LOOKED_UP = "looked up in the cloud"
 """An invoke's answer: a real preview asks the cloud; offline it is made up."""
+READ_AT_UP = "read from the cluster at up"
+"""What a read of a live object returns (a Node's annotations): known only once `pulumi up` reached it."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class MockAnswers:
     ssh_fingerprint: str = "SHA256:mock"
     k3s_local_server: str = "https://127.0.0.1:6443"
     kubeconfig_token: str = "mock-token"
+    gpu_uuid_0: str = "GPU-0b5e0c6a-1d7f-4c2e-9a61-5f3b2d8e7c10"
+    """Card 0 of a two-card node, as HAMi's register annotation names it."""
+    gpu_uuid_1: str = "GPU-8d2f41c7-6a3b-4e95-b0d8-27c91e4f6a51"
     id_suffix: str = "-id"
 
     @property
@@ -75,6 +80,8 @@ ALTERNATE_ANSWERS = MockAnswers(
     ssh_fingerprint="SHA256:alternate",
     k3s_local_server="https://127.0.0.9:6443",
     kubeconfig_token="alternate-token",
+    gpu_uuid_0="GPU-f4a7b2c9-3e1d-4b68-8c05-9d6e1a2b3c40",
+    gpu_uuid_1="GPU-5c9e3d1a-7b2f-4a06-9e48-1f0d6c8b2a93",
     id_suffix="-alt-id",
 )
 """Made-up values that differ from ANSWERS in every field, as valid for the program as ANSWERS are."""
@@ -130,6 +137,17 @@ INVOKES: dict[str, Invoke] = {
 }
 
 
+def _two_card_register(answers: MockAnswers, invented: Invented) -> dict[str, str]:
+    """A two-card node as HAMi's device plugin registers it: JSON in map order (card 1 first here), `index` left
+    out for card 0 (omitempty; HAMi v2.9.0 pkg/device/devices.go:102 and :331 MarshalNodeDevices)."""
+    card = {"count": 10, "devmem": 15360, "devcore": 100, "type": "NVIDIA-Tesla T4", "health": True,
+            "mode": "hami-core"}
+    cards = [{"id": invented.add(answers.gpu_uuid_1, READ_AT_UP), "index": 1, **card},
+             {"id": invented.add(answers.gpu_uuid_0, READ_AT_UP), **card}]
+    return {"hami.io/node-nvidia-register": json.dumps(cards, separators=(",", ":")),
+            "hami.io/node-handshake": "Reported 2026-12-02 10:00:00.000000000 +0000 UTC m=+31.5"}
+
+
 def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invented) -> dict[str, Any]:
     """What the provider would add to the inputs once the resource exists; every made-up value is registered."""
     inputs = args.inputs
@@ -183,6 +201,8 @@ def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invente
             if "guest_attributes" in create:  # the host key the guest agent published, as the read prints it
                 return {"stdout": made_up(answers.ssh_public_key) + "\n", "stderr": ""}
             return {"stdout": "", "stderr": ""}
+        case "kubernetes:core/v1:Node" if args.resource_id:
+            return {"metadata": {"name": args.resource_id, "annotations": _two_card_register(answers, invented)}}
         case "kubernetes:helm.sh/v3:Release":
             # The rest of Helm's status copies the inputs; only its state and revision are made up.
             return {
@@ -212,6 +232,8 @@ class GpushareMocks(pulumi.runtime.Mocks):
         state = {**args.inputs, **_outputs_for(args, self.answers, self.invented)}
         if self.override is not None:
             state = self.override(args, state) or state
+        if args.resource_id:  # a read (`Resource.get`) keeps the ID it names
+            return args.resource_id, state
         return self.invented.add(f"{args.name}{self.answers.id_suffix}"), state
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
@@ -328,6 +350,29 @@ class RecordingMonitor(MockMonitor):
                     provider=request.provider.rsplit("::", 1)[0] if request.provider else None,  # "urn::id"
                 )
             )
+        return response
+
+    def ReadResource(self, request: Any) -> Any:
+        """A `Resource.get`: the engine reads the live object (in a preview too, once its ID is known), so the
+        plan shows it with the ID it reads, as `pulumi preview` shows a `read`."""
+        response = super().ReadResource(request)
+        options = {"read": request.id}
+        if request.provider:
+            options["provider"] = request.provider.split("::")[-2].split("::")[-1]
+        self._names[response.urn] = request.name
+        self.registrations.append(
+            Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=True,
+                dependencies=list(request.dependencies),
+                inputs=_plain(json_format.MessageToDict(request.properties)),
+                options=options,
+                provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
+            )
+        )
         return response
 
     def RegisterResourceOutputs(self, request: Any) -> Any:

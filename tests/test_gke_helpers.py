@@ -91,14 +91,17 @@ def test_nvml_policy_targets_kai_reservation_pods() -> None:
     assert container["env"] == [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}]
 
 
-def test_gpu_devices_policy_mounts_every_device_and_the_driver_dir() -> None:
-    rule = gpu_devices_policy("/home/kubernetes/bin/nvidia", 2)["rules"][0]
+def test_gpu_devices_policy_mounts_the_one_card_the_control_devices_and_the_driver_dir() -> None:
+    rule = gpu_devices_policy("/home/kubernetes/bin/nvidia")["rules"][0]
     assert rule["match"]["any"][0]["resources"]["annotations"] == {"gpu-memory": "?*"}
     spec = rule["mutate"]["patchStrategicMerge"]["spec"]
     host_paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
     mounts = {m["name"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
-    for dev in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia0", "nvidia1"):
+    for dev in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia0"):
         assert host_paths[f"dev-{dev}"] == mounts[f"dev-{dev}"] == f"/dev/{dev}"
+    # Admission comes before KAI's binder picks a card: a second card would be mounted for every Pod alike.
+    assert not [name for name in host_paths if name.startswith("dev-nvidia") and name[len("dev-nvidia"):].isdigit()
+                and name != "dev-nvidia0"]
     assert host_paths["gke-nvidia-install"] == "/home/kubernetes/bin/nvidia"
     assert mounts["gke-nvidia-install"] == "/usr/local/nvidia"
     assert set(host_paths) == set(mounts)

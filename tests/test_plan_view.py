@@ -27,6 +27,7 @@ VARIANTS = [
     ("gke", "gpushare:gke.spot=true", "gpushare:verify.enabled=false"),
     ("k3s", *EXISTING_HOST),
     ("cluster", "gpushare:toolkit=host", "gpushare:gpuOperator=null"),
+    ("cluster", "gpushare:gpu.perNode=2"),  # the card UUIDs a read of the node returns
 ]
 VARIANT_IDS = [" ".join(v) for v in VARIANTS]
 

@@ -28,6 +28,13 @@ TOKEN = "gate-token"
         ({"status": {"state": "ready"}}, "status.state=ready", True),
         ({"status": {"state": "notReady"}}, "status.state=ready", False),
         ({}, "status.state=ready", False),
+        ({"metadata": {"annotations": {"hami.io/node-nvidia-register": "[{}]"}}},
+         "annotation:hami.io/node-nvidia-register", True),
+        ({"metadata": {"annotations": {"hami.io/node-nvidia-register": " "}}},
+         "annotation:hami.io/node-nvidia-register", False),
+        ({"metadata": {"annotations": {"hami.io/node-handshake": "Reported"}}},
+         "annotation:hami.io/node-nvidia-register", False),
+        ({"metadata": {}}, "annotation:hami.io/node-nvidia-register", False),
     ],
 )
 def test_readiness_rule(obj: dict, rule: str, ready: bool) -> None:
@@ -85,6 +92,17 @@ def test_gate_fails_at_its_deadline_naming_what_it_last_saw(api) -> None:
     done = _run(base, token, "0.3")
     assert done.returncode == 1
     assert "not ready in time" in done.stderr and "notReady" in done.stderr
+
+
+def test_a_core_object_is_read_under_api_and_any_other_group_under_apis() -> None:
+    from components.gpu.ready_gate import ReadyGateArgs, gate_path
+
+    node = ReadyGateArgs(namespace="hami", api_group="", version="v1", plural="nodes", object_name="gpu-1",
+                         ready_rule="annotation:hami.io/node-nvidia-register", image="python", stack="dev")
+    assert gate_path(node) == "/api/v1/nodes/gpu-1"
+    policy = ReadyGateArgs(namespace="op", api_group="nvidia.com", version="v1", plural="clusterpolicies",
+                           object_name="cluster-policy", ready_rule="status.state=ready", image="python", stack="dev")
+    assert gate_path(policy) == "/apis/nvidia.com/v1/clusterpolicies/cluster-policy"
 
 
 def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) -> None:

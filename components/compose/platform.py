@@ -93,7 +93,7 @@ def gke_cost_note(cfg: GkeStack) -> str:
 
 def vm_cost_note(cfg: K3sVmStack) -> str:
     section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
-    shape = pricing.PoolShape(section.machine_type, 1, cfg.gpu.type, 1, section.spot,
+    shape = pricing.PoolShape(section.machine_type, 1, cfg.gpu.type, cfg.gpu.per_node, section.spot,
                               gpu_in_machine_price=bool(card and card.bundled_with_machine))
     prices = pricing.Prices(section.machine_hourly_usd, section.gpu_hourly_usd)
     keys = "gpushare:vm.machineHourlyUsd" + ("" if shape.gpu_in_machine_price else " and gpushare:vm.gpuHourlyUsd")
@@ -141,6 +141,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
     vm = k3s_vm.GpuVm("k3s-vm", k3s_vm.GpuVmArgs(
         settings=section,
         gpu_type=cfg.gpu.type,
+        gpu_count=cfg.gpu.per_node,
         attach_accelerator=not (card and card.bundled_with_machine),
         network_tag=k3s_vm.network_tag(pulumi.get_project(), pulumi.get_stack()),
     ))
@@ -158,7 +159,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
     )
     return ClusterFacts(
         provider=bootstrap.provider,
-        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=1),  # the VM's one card
+        gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
         ready=[bootstrap.ready],
         nodes=[vm.instance],
         outputs={

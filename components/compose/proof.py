@@ -45,6 +45,19 @@ def pod_tries(cfg: StackConfig, proof: SharingProof) -> tuple[SliceTry, ...]:
     return (*proof.pod_tries, escape_try(cfg)) if cfg.verify.pod_tries else ()
 
 
+def pinned_pods(cfg: StackConfig, proof: SharingProof) -> tuple[str, ...]:
+    """Every Pod whose request carries the pin to the shared card: the proof Pods, and the over-commit Pod and
+    tries that ask the same scheduler for a slice (the escape try asks for no card, so nothing pins it)."""
+    card = proof.shared_card
+    if card is None:
+        return ()
+    prefix = cfg.verify.pod_prefix
+    named = [*zip(proof_pod_names(prefix), proof.requests, strict=True),
+             *([(OVERCOMMIT_POD, proof.overcommit_request)] if proof.overcommit_request is not None else []),
+             *((try_pod_name(prefix, t.id), t.request) for t in pod_tries(cfg, proof))]
+    return tuple(name for name, request in named if card.pin_annotation in request.annotations)
+
+
 def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
     """What every check must observe, from the sharing contract and config: the verifier's GPUSHARE_EXPECT."""
     v = cfg.verify
@@ -85,6 +98,14 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         allocation_annotation=proof.allocation_annotation,
         pod_tries=tuple(PodTry(t.id, try_pod_name(v.pod_prefix, t.id), t.tried) for t in pod_tries(cfg, proof)),
         system_namespaces=system_namespaces(cfg),
+        cards_per_node=proof.cards_per_node,
+        shared_card_index=proof.shared_card.index if proof.shared_card else None,
+        # Known only at `pulumi up`: the verifier's copy gets it (verify/collect.py), the plan shows none.
+        shared_card_uuid=None,
+        pin_annotation=proof.shared_card.pin_annotation if proof.shared_card else None,
+        pinned_pods=pinned_pods(cfg, proof),
+        device_limit_env=tuple(proof.device_limit_env),
+        whole_gpu_card_index=0 if whole else None,
     )  # fmt: skip
 
 

@@ -48,8 +48,7 @@ def isolator_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> ResourceIs
 
 def gke_cdi_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> GkeCdiWorkaroundsArgs:
     return GkeCdiWorkaroundsArgs(settings=cfg.gke_cdi, reservation_namespace=KAI_RESERVATION_NAMESPACE,
-                                 gpus_per_node=cfg.gpu.per_node, ready=tuple(ready), mirrors=cfg.mirrors,
-                                 kyverno_source=cfg.chart_sources.kyverno)
+                                 ready=tuple(ready), mirrors=cfg.mirrors, kyverno_source=cfg.chart_sources.kyverno)
 
 
 def kai_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
@@ -100,7 +99,14 @@ def hami_args(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: Too
         ready=[*cluster.ready, *cluster.labels_ready, *toolkit.ready],  # its device plugin selects the labels
         # HAMi's device plugin passes its cards as mounts then (its getAllocateResponse, volume-mounts strategy).
         device_list_strategy="volume-mounts" if cfg.guard.refuse_unprivileged_env else None,
+        cards_per_node=cluster.gpu.per_node,
+        proof_node=proof_node(cfg) if cfg.verify.enabled else None,  # no proof, no card to read
     )
+
+
+def proof_node(cfg: K3sStack | ExistingStack) -> str:
+    """The node the proof Pods share a card of: k3s's one node, or the first GPU node config names."""
+    return cfg.k3s.node_name if isinstance(cfg, K3sStack) else cfg.cluster.gpu_nodes[0]
 
 
 def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
@@ -108,7 +114,7 @@ def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: 
     args = hami_args(cfg, cluster, toolkit)
     component = Hami("hami", args, cluster.options())
     proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
-                       cfg.hami.device_split_count, cluster.gpu.per_node)
+                       cfg.hami.device_split_count, cluster.gpu.per_node, component.shared_card)
     return SharingSetup(
         proof=proof,
         ready=[component.release],

@@ -19,7 +19,7 @@ from components.gpu.settings import (
     IsolatorConfig,
     KaiConfig,
 )
-from components.gpus import machine_gpu_problem, zone_gpu_problem
+from components.gpus import bundled_gpu_count, machine_gpu_problem, zone_gpu_problem
 from components.platform.settings import GkeConfig
 from components.sizing import kai_visible_mib
 
@@ -100,6 +100,7 @@ class GkeStack(Stack):
         return None if self.sharing == "time-sharing" else self.quota_mib
 
     def check(self) -> None:
+        check_one_card(self)
         check_machine(self)
         super().check()
         check_gke_native(self)
@@ -110,6 +111,38 @@ class GkeStack(Stack):
             raise ConfigError(key("verify", "coresPercent"),
                               "KAI's gpu-memory request carries no compute share, so there is no compute limit to "
                               "prove; remove it (compute-limited is a HAMi check)")
+
+
+SEVERAL_CARDS_WHY: dict[GkeSharing, str] = {
+    # KAI-Scheduler v0.17.0 pkg/scheduler/gpu_sharing/gpuSharing.go:77 (a new gpu-group is a fresh UUID, no card),
+    # pkg/resourcereservation/discovery/discovery.go:38 (the card is what the reservation Pod's NVML finds), and
+    # pkg/binder/plugins/gpusharing/gpu_sharing.go:73 (NVIDIA_VISIBLE_DEVICES names it, which GKE's `runc` handler
+    # ignores); components/gpu/gke_cdi.py's policy mutates at admission, before the binder knows that card.
+    "kai": "KAI puts a fraction on whichever card its reservation Pod is given, and no Pod annotation chooses "
+           "one; the gkeCdi device policy mounts the devices at admission, before that card is known, so a "
+           "privileged Pod would compute on card 0 whatever KAI gave it",
+    # container-engine-accelerators pkg/gpu/nvidia/manager.go:195 (slots nvidiaN/vgpuM of every card) and
+    # beta_plugin.go:100 (no GetPreferredAllocation): the kubelet picks any free slot, on any card.
+    "mps": "GKE's device plugin hands each Pod any free nvidiaN/vgpuM slot the kubelet picks, and no Pod "
+           "setting chooses the card, so two Pods share one card only by chance",
+    "time-sharing": "GKE's device plugin hands each Pod any free nvidiaN/vgpuM slot the kubelet picks, and no "
+                    "Pod setting chooses the card, so two Pods share one card only by chance",
+}
+"""Why a GKE sharing system cannot pin the proof's two Pods to one card of a node that has several."""
+
+
+def check_one_card(cfg: GkeStack) -> None:
+    """Every GKE sharing proves one card per node: a pool whose nodes carry several is refused with the reason."""
+    carried = bundled_gpu_count(cfg.gke.machine_type)
+    cards = carried if carried is not None else cfg.gpu.per_node
+    if cards <= 1:
+        return
+    where = key("gpu", "perNode") if carried is None else key("gke", "machineType")
+    shown = f"{cards} cards per node" if carried is None else f"{cfg.gke.machine_type} carries {cards} cards"
+    raise ConfigError(where, f"{shown}: under sharing {cfg.sharing} the proof cannot pin its two Pods to one card "
+                             f"({SEVERAL_CARDS_WHY[cfg.sharing]}); use one card per node (n1-* with gpu.perNode 1, "
+                             "g2-standard-4 … -16, g4-standard-48, a2-highgpu-1g) and more nodes "
+                             "(gpushare:gke.nodeCount)")
 
 
 def check_machine(cfg: GkeStack) -> None:

@@ -25,7 +25,7 @@ class K3sStack(Stack):
     sharing: Literal["hami"] = "hami"
     """The GPU-sharing system."""
     gpu: HostGpuConfig = Field(default_factory=HostGpuConfig)
-    """The card of the node."""
+    """The cards of the node."""
     k3s: K3sConfig = Field(default_factory=K3sConfig)
     """k3s as the bootstrap installs it."""
     hami: HamiConfig = Field(default_factory=HamiConfig)
@@ -63,15 +63,12 @@ class K3sVmStack(K3sStack):
     """The GCE GPU VM."""
 
     def check(self) -> None:
-        if self.gpu.per_node != 1:
-            raise ConfigError(key("gpu", "perNode"), f"{self.gpu.per_node}: the VM gets one card; set it to 1")
-        problem = machine_gpu_problem(self.vm.machine_type, self.gpu.type, 1)
+        # Several cards are the machine's (g4-standard-96: 2) or attached (N1: 1, 2 or 4 T4s); HAMi pins the proof
+        # Pods to card 1 (components/gpu/hami.py), so gpu.perNode only has to say what GCE gives the VM.
+        problem = machine_gpu_problem(self.vm.machine_type, self.gpu.type, self.gpu.per_node)
         if problem is not None:
             where, why = problem
-            if where == "gpu.perNode":
-                why = (f"{self.vm.machine_type} carries several cards, but the k3s VM uses one; pick the one-card "
-                       "size of its series (g4-standard-48, g2-standard-4 … -16, a2-highgpu-1g)")
-            raise ConfigError(key("vm", "machineType") if where != "gpu.type" else key("gpu", "type"), why)
+            raise ConfigError(key("vm", "machineType") if where == "machineType" else key(*where.split(".")), why)
         zone_problem = zone_gpu_problem(self.vm.zone, self.gpu.type) if self.gpu.zone_check else None
         if zone_problem is not None:
             raise ConfigError(key("vm", "zone"), zone_problem)

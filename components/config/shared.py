@@ -59,16 +59,17 @@ class GpuConfig(Settings):
     memory_mib: Count | None = Field(None, gt=0)
     """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
     per_node: Count = Field(1, ge=1, le=16)
-    """Cards on each GPU node."""
+    """Cards on each GPU node; above 1, HAMi's proof Pods share card 1 (its UUID read from the node at `pulumi up`),
+    and GKE's sharing systems refuse it (docs/stacks.md, "Several cards per node")."""
     zone_check: bool = True
     """Refuse a GCE zone that components/gpus.py's zone table says lacks the card; false trusts the zone given."""
 
 
 class HostGpuConfig(GpuConfig):
-    """The card of a one-node k3s cluster (the k3s lab's RTX PRO 6000 Blackwell by default)."""
+    """The cards of a one-node k3s cluster (the k3s lab's one RTX PRO 6000 Blackwell by default)."""
 
     type: Accelerator = "nvidia-rtx-pro-6000"
-    """The card's accelerator type, or its model key in the GPU table."""
+    """The cards' accelerator type, or their model key in the GPU table."""
 
 
 class Stack(Settings):

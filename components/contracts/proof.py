@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import pulumi
+
 from components.incluster.checks import CHECKS
 from components.incluster.expectation import Mechanism, Monitor, NodeRegistration
 
@@ -26,7 +28,8 @@ class SliceRequest:
 
     scheduler_name: str
     labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    """Pod annotations: the system's ask (KAI's `gpu-memory`), and the pin to one card, known at `pulumi up`."""
     limits: Mapping[str, str] = field(default_factory=dict)
     """Container resource limits (`nvidia.com/gpumem`); empty for KAI, whose request is an annotation."""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -52,6 +55,21 @@ class PodTry:
     tried: str
     """What the Pod does, in one sentence (the finding's `tried`)."""
     request: SliceRequest
+
+
+@dataclass(frozen=True)
+class SharedCard:
+    """The one card of a multi-GPU node the proof Pods are pinned to: never card 0, so a Pod the mechanism left on
+    the default card shows as misplaced instead of passing `same-gpu` with its neighbour."""
+
+    index: int
+    """Its NVML index on the node (what HAMi's register annotation calls `index`)."""
+    node: str
+    """The node whose card it is."""
+    uuid: pulumi.Input[str]
+    """Its UUID: read from the node at `pulumi up`, after the sharing system registered the node's cards."""
+    pin_annotation: str
+    """The Pod annotation that carries `uuid` and makes the scheduler place a Pod on that card only."""
 
 
 @dataclass(frozen=True)
@@ -96,3 +114,10 @@ class SharingProof:
     one verify.coresPercent asks for."""
     pod_tries: Sequence[PodTry] = ()
     """Ways around the quota that exist only at Pod creation, each tried in its own short-lived Pod."""
+    cards_per_node: int = 1
+    """Cards on each GPU node, as config states them."""
+    shared_card: SharedCard | None = None
+    """Where the node has several cards: the one every slice request (proof Pods, over-commit, tries) is pinned to."""
+    device_limit_env: Sequence[str] = ()
+    """The per-device memory-limit variables the mechanism injects into a one-card Pod on any card
+    (`CUDA_DEVICE_MEMORY_LIMIT_0` under HAMi: indexed by the Pod's visible devices, not the node's)."""

@@ -63,13 +63,18 @@ def nvml_library_path_policy(reservation_namespace: str) -> dict[str, Any]:
     }
 
 
-def gpu_devices_policy(nvidia_install_dir: str, gpus_per_node: int) -> dict[str, Any]:
+ONLY_CARD = "nvidia0"
+"""The node's one card. Kyverno mutates at admission, before KAI's binder knows which card the Pod's reservation
+got, so the policy cannot mount the allocated card of a multi-GPU node: config/gke.py refuses gpu.perNode above 1."""
+
+
+def gpu_devices_policy(nvidia_install_dir: str) -> dict[str, Any]:
     """ClusterPolicy spec: Pods that ask KAI for `gpu-memory` get the device nodes, nvidia-smi and the libraries.
 
     GKE's device plugin never runs Allocate() for them (they request no `nvidia.com/gpu`), so they would see no
     `/dev/nvidia*` at all. The device nodes work only in privileged containers.
     """
-    devices = [*CONTROL_DEVICES, *(f"nvidia{i}" for i in range(gpus_per_node))]
+    devices = [*CONTROL_DEVICES, ONLY_CARD]
     volumes: list[dict[str, Any]] = [
         {"name": "gke-nvidia-install", "hostPath": {"path": nvidia_install_dir, "type": "Directory"}}
     ]
@@ -105,7 +110,6 @@ class GkeCdiWorkaroundsArgs:
     """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     reservation_namespace: str
     """Where KAI's binder creates its reservation Pods (`global.resourceReservation.namespace`)."""
-    gpus_per_node: int
     ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
     mirrors: Mirrors = field(default_factory=Mirrors)
     """Where Kyverno's images come from."""
@@ -164,7 +168,7 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
             # Symptom: sharing Pods see no `/dev/nvidia*`: GKE's device plugin never Allocate()s gpu-memory Pods.
             self.policies.append(
                 self._policy(name, "gpu-devices", DEVICES_POLICY,
-                             gpu_devices_policy(args.settings.nvidia_install_dir, args.gpus_per_node), policy_after)
+                             gpu_devices_policy(args.settings.nvidia_install_dir), policy_after)
             )
 
         self.ready = [r for r in (self.runtime_class, *self.policies) if r is not None]

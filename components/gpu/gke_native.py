@@ -10,6 +10,7 @@ from __future__ import annotations
 from components.contracts.proof import CheckId, SharingProof, SliceRequest
 from components.gke_sharing import (
     CLIENTS_LABEL,
+    MPS_MEMORY_ENV,
     STRATEGY_LABEL,
     GkeStrategy,
     mps_limits,
@@ -64,6 +65,9 @@ def mps_proof(clients: int, card_mib: int, gpus_per_node: int) -> SharingProof:
         visible_mib=card_mib,
         limit_bytes=limits.pinned_mib * MIB,
         limit_env=limits.env(),
+        # `0=` indexes the container's own devices: "always device 0 relatively" (container-engine-accelerators
+        # pkg/gpu/nvidia/manager.go:343), whichever card the slot is on.
+        device_limit_env=(MPS_MEMORY_ENV,),
         preload_library=None,
         cores_percent=limits.thread_percentage,
         checks=MPS_CHECKS,

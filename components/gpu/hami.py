@@ -14,8 +14,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.chart_images import Path, put
-from components.contracts.proof import CheckId, PodTry, SharingProof, SliceRequest
+from components.contracts.proof import CheckId, PodTry, SharedCard, SharingProof, SliceRequest
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
+from components.gpu.hami_cards import SHARED_CARD_INDEX, USE_UUID_ANNOTATION, registered_card
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
 from components.gpu.settings import HamiConfig
 from components.images import Mirrors
@@ -27,6 +28,13 @@ SCHEDULER_NAME = "hami-scheduler"
 LEGACY_RUNTIME_CLASS = "nvidia-legacy"
 REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
+# The device plugin indexes CUDA_DEVICE_MEMORY_LIMIT_<i> by the container's own devices, i over its allocation
+# (HAMi v2.9.0 pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go:650, v2.10.0 :833): a one-card Pod
+# gets `_0` whichever card of the node it is on, and HAMi-core reads `_<i>` for its CUDA device i
+# (HAMi-core src/multiprocess/multiprocess_memory_limit.c, do_init_device_memory_limits).
+DEVICE_LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT_0"
+REGISTER_TIMEOUT_SECONDS = 120
+"""The device plugin writes its register annotation on start, then every 30 s (v2.9.0 plugin/register.go:244)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,10 @@ class HamiArgs:
     device_list_strategy: str | None = None
     """`volume-mounts` where the toolkit refuses NVIDIA_VISIBLE_DEVICES from unprivileged containers; None: the
     chart's `envvar`."""
+    cards_per_node: int = 1
+    """Cards on each GPU node; above 1, the release reads which card the proof shares from `proof_node`."""
+    proof_node: str | None = None
+    """The node the proof Pods run on (the k3s node, the first of cluster.gpuNodes): where its card 1 is read."""
 
 
 def hami_values(args: HamiArgs) -> dict[str, Any]:
@@ -138,11 +150,31 @@ def hami_release(args: HamiArgs) -> ChartRelease:
                         mirrors=args.mirrors, server_version=args.server_version)
 
 
+def registration_gate(args: HamiArgs, node: str, after: Sequence[pulumi.Resource]) -> ReadyGateArgs:
+    """A Job that waits until HAMi's device plugin has written the node's register annotation."""
+    return ReadyGateArgs(
+        namespace=args.settings.namespace,
+        api_group="",
+        version="v1",
+        plural="nodes",
+        object_name=node,
+        ready_rule=f"annotation:{REGISTER_ANNOTATION}",
+        image=args.gate_image,
+        timeout_seconds=REGISTER_TIMEOUT_SECONDS,
+        after=after,
+        stack=args.stack,
+        hint=f"HAMi's device plugin never registered node {node}'s cards: is it running there (its DaemonSet in "
+             f"{args.settings.namespace}), and is {node} the GPU node?",
+    )
+
+
 class Hami(pulumi.ComponentResource):
-    """The HAMi Helm release, waited on until its scheduler and device plugin are up."""
+    """The HAMi Helm release, waited on until its scheduler and device plugin are up; on a multi-GPU node, also
+    the card the proof shares, read from the node once HAMi registered it."""
 
     release: k8s.helm.v3.Release
     images: list[str]
+    shared_card: SharedCard | None
 
     def __init__(self, name: str, args: HamiArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpushare:gpu:Hami", name, None, opts)
@@ -156,9 +188,28 @@ class Hami(pulumi.ComponentResource):
             after.append(gate.job)
             extra_images.add(args.gate_image)
         self.release = install_chart(self, name, spec, after=after)
+        self.shared_card = None
+        if args.cards_per_node > 1 and args.proof_node is not None:
+            self.shared_card = self._shared_card(name, args, args.proof_node)
+            extra_images.add(args.gate_image)
         self.images = sorted({*release_images(spec), *extra_images})
         self.register_outputs({"version": args.settings.version, "schedulerImageTag": args.settings.scheduler_image_tag,
-                               "status": self.release.status})
+                               "status": self.release.status,
+                               "sharedCard": self.shared_card.uuid if self.shared_card else None})
+
+    def _shared_card(self, name: str, args: HamiArgs, node: str) -> SharedCard:
+        """Card 1 of `node`, by the register annotation: read only after a gate saw HAMi write it (the DaemonSet is
+        Ready before its first registration), so the UUID is the live card's, not a guess."""
+        gate = ReadyGate(f"{name}-registered", registration_gate(args, node, [self.release]),
+                         pulumi.ResourceOptions(parent=self))
+        # The ID is unknown until the gate Job exists, and a read with an unknown ID is skipped in a preview
+        # (pulumi pkg/resource/deploy/step.go, ReadStep.Apply): no preview reads a cluster that is not up yet.
+        read = k8s.core.v1.Node.get(f"{name}-node", gate.job.id.apply(lambda _: node),
+                                    opts=pulumi.ResourceOptions(parent=self, depends_on=[gate.job]))
+        uuid = read.metadata.apply(
+            lambda meta: registered_card((meta.annotations or {}).get(REGISTER_ANNOTATION), SHARED_CARD_INDEX, node)
+        )
+        return SharedCard(index=SHARED_CARD_INDEX, node=node, uuid=uuid, pin_annotation=USE_UUID_ANNOTATION)
 
 
 def hami_proof(
@@ -167,10 +218,15 @@ def hami_proof(
     cores_percent: int | None,
     device_split_count: int,
     cards_per_node: int,
+    shared_card: SharedCard | None = None,
 ) -> SharingProof:
-    """What HAMi promises for two Pods of `slice_mib` (and `cores_percent`) on one card, made checkable."""
+    """What HAMi promises for two Pods of `slice_mib` (and `cores_percent`) on one card, made checkable; on a
+    multi-GPU node every slice request is pinned to `shared_card`."""
     limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(slice_mib)}
-    env = {"CUDA_DEVICE_MEMORY_LIMIT_0": f"{slice_mib}m"}
+    env = {DEVICE_LIMIT_ENV: f"{slice_mib}m"}
+    # HAMi's filter skips every card whose UUID the annotation does not list (v2.9.0 pkg/device/nvidia/device.go:765
+    # and pkg/device/devices.go:652 CheckUUID; v2.10.0 device.go:755): the Pod lands on that card or stays Pending.
+    pin = {shared_card.pin_annotation: shared_card.uuid} if shared_card is not None else {}
     checks: list[CheckId] = ["same-gpu", "view-isolation", "quota-injection", "memory-enforced",
                              "neighbor-isolation", "preload-mechanism", "overcommit-rejected"]
     if cores_percent is not None:
@@ -182,12 +238,15 @@ def hami_proof(
     disable_control = PodTry(
         id="cuda-disable-control",
         tried="a Pod whose own spec sets CUDA_DISABLE_CONTROL=true, asking for the same slice",
-        request=SliceRequest(scheduler_name=SCHEDULER_NAME, limits=limits, env={"CUDA_DISABLE_CONTROL": "true"}),
+        request=SliceRequest(scheduler_name=SCHEDULER_NAME, annotations=pin, limits=limits,
+                             env={"CUDA_DISABLE_CONTROL": "true"}),
     )
     # HAMi 2.10.0 rejects GPU Pods with a privileged container, so no proof Pod is privileged.
-    request = SliceRequest(scheduler_name=SCHEDULER_NAME, limits=limits, privileged=False)
+    request = SliceRequest(scheduler_name=SCHEDULER_NAME, annotations=pin, limits=limits, privileged=False)
+    # On the proof's card, or another card would take it and nothing would stay Pending.
     overcommit = SliceRequest(
         scheduler_name=SCHEDULER_NAME,
+        annotations=pin,
         limits={"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(overcommit_mib)},
         privileged=False,
     )
@@ -211,4 +270,7 @@ def hami_proof(
         ),
         allocation_annotation=ALLOCATED_ANNOTATION,
         checks=tuple(checks),
+        cards_per_node=cards_per_node,
+        shared_card=shared_card,
+        device_limit_env=(DEVICE_LIMIT_ENV,),
     )

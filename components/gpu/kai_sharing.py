@@ -18,6 +18,9 @@ KAI_CHECKS: tuple[CheckId, ...] = tuple(
                                   "neighbor-isolation", "preload-mechanism", "monitor-metrics"}
 )
 INJECT_ANNOTATION = "kai-resource-isolator.io/inject"
+DEVICE_LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"
+"""Un-indexed: HAMi-core applies it to every device the process sees (HAMi-core multiprocess_memory_limit.c,
+do_init_device_memory_limits), so a Pod given one card has no per-device index to get wrong."""
 NOTES = (
     "Sharing Pods run privileged: on GKE the device nodes are mounted into them by a Kyverno policy, so this "
     "proves CUDA-level memory quotas between cooperating Pods, not a multi-tenant security boundary.",
@@ -60,8 +63,10 @@ def kai_proof(queue: str, slice_mib: int, card_mib: int, monitor: Monitor | None
         pending_reason=None,
         visible_mib=visible,
         limit_bytes=visible * MIB,
-        # KAI's binder injects the un-indexed variable, not HAMi's CUDA_DEVICE_MEMORY_LIMIT_0.
-        limit_env={"CUDA_DEVICE_MEMORY_LIMIT": f"{visible}m"},
+        # KAI's binder injects the un-indexed variable, not HAMi's CUDA_DEVICE_MEMORY_LIMIT_0
+        # (KAI-Scheduler v0.17.0 pkg/binder/common/constants.go:8, gpu_access.go:125 SetCudaDeviceMemoryLimit).
+        limit_env={DEVICE_LIMIT_ENV: f"{visible}m"},
+        device_limit_env=(DEVICE_LIMIT_ENV,),
         preload_library=PRELOAD_LIBRARY,
         monitor=monitor,
         node_registration=None,

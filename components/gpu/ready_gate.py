@@ -39,7 +39,7 @@ class ReadyGateArgs:
     plural: str
     object_name: str
     ready_rule: str
-    """`condition:Ready`, or a field and its value: `status.state=ready`."""
+    """`condition:Ready`, a field and its value (`status.state=ready`), or `annotation:KEY` (set, not empty)."""
     image: str
     """Any image with python3."""
     stack: str = field(kw_only=True)
@@ -53,7 +53,11 @@ class ReadyGateArgs:
 
 
 def gate_path(args: ReadyGateArgs) -> str:
-    return args.non_resource_path or f"/apis/{args.api_group}/{args.version}/{args.plural}/{args.object_name}"
+    """The object's API path: the core group (`""`, Nodes) lives under /api, every other group under /apis."""
+    if args.non_resource_path:
+        return args.non_resource_path
+    group = f"/apis/{args.api_group}" if args.api_group else "/api"
+    return f"{group}/{args.version}/{args.plural}/{args.object_name}"
 
 
 def gate_rules(args: ReadyGateArgs) -> list[dict[str, Any]]:

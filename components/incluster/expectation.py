@@ -99,6 +99,28 @@ class Expectation:
     """The GPU software's own namespaces: the GPU audit's `system` class (audit.py)."""
     host_proof: bool = False
     """Judged on a GPU host's processes, not Pods: there is no Pod spec, so no Pod annotation is read (KAI's ask)."""
+    # --- several cards per node: which one the proof shares, and what a one-card Pod on it is given ---------------
+    cards_per_node: int = 1
+    """Cards on each GPU node (gpu.perNode); above 1 the proof Pods share `shared_card_index`, not "the node"."""
+    shared_card_index: int | None = None
+    """NVML index, on its node, of the one card the proof Pods must share: 1 where the node has several (never 0,
+    so a Pod that lands on the default card is caught); None on a one-card node."""
+    shared_card_uuid: str | None = None
+    """That card's UUID where `pulumi up` knows it (HAMi: the node's register annotation, read once HAMi registered
+    it); None in the offline plan and on a one-card node."""
+    pin_annotation: str | None = None
+    """The Pod annotation that pins a Pod to the shared card (HAMi's `nvidia.com/use-gpuuuid`), set to its UUID on
+    every Pod of `pinned_pods`; None where nothing pins."""
+    pinned_pods: tuple[str, ...] = ()
+    """The Pods pinned to the shared card: the two proof Pods, the over-commit Pod, and every try that asks the same
+    scheduler for a slice."""
+    device_limit_env: tuple[str, ...] = ()
+    """The per-device memory-limit variables the mechanism injects into a one-card Pod, whatever card it got: HAMi
+    `CUDA_DEVICE_MEMORY_LIMIT_0` (indexed by the Pod's own visible devices), KAI the un-indexed
+    `CUDA_DEVICE_MEMORY_LIMIT`, MPS `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` (`0=` inside); any other
+    `CUDA_DEVICE_MEMORY_LIMIT_<i>` in a Pod means it was given a second card."""
+    whole_gpu_card_index: int | None = None
+    """NVML index of the card `whole_gpu_pod` is given (0, beside the shared card), where that Pod runs."""
 
     @property
     def limit_mib(self) -> float:
@@ -148,6 +170,27 @@ def not_judgeable(e: Expectation) -> str | None:
     others = [p for p in (e.overcommit_pod, e.whole_gpu_pod, *(t.pod for t in e.pod_tries)) if p]
     if set(others) & set(proof) or len(set(others)) != len(others):
         return f"expectation: the over-commit, whole-GPU and try Pods {others} must differ from each other and {proof}"
+    return card_problem(e, {*proof, *others})
+
+
+def card_problem(e: Expectation, pods: set[str]) -> str | None:
+    """What makes the shared card unjudgeable: an index off the node or card 0 beside others, a pin with no card."""
+    if e.cards_per_node < 1:
+        return f"expectation.cardsPerNode is {e.cards_per_node}: a GPU node has at least one card"
+    index = e.shared_card_index
+    if e.cards_per_node > 1 and index is None:
+        return f"expectation.sharedCardIndex is unset on a {e.cards_per_node}-card node: the proof would share the node"
+    if index is not None and not 1 <= index < e.cards_per_node:
+        return (f"expectation.sharedCardIndex is {index}: on a {e.cards_per_node}-card node it is a card other than 0"
+                f" (1 to {e.cards_per_node - 1})")
+    if e.whole_gpu_card_index is not None and (e.whole_gpu_card_index == index or e.whole_gpu_pod is None):
+        return f"expectation.wholeGpuCardIndex is {e.whole_gpu_card_index}: a whole-GPU Pod's card, not the shared one"
+    if e.pin_annotation is not None and index is None:
+        return f"expectation.pinAnnotation is {e.pin_annotation}: a pin with no shared card to pin to"
+    if e.pinned_pods and e.pin_annotation is None:
+        return f"expectation.pinnedPods {list(e.pinned_pods)} with no pinAnnotation to carry the card"
+    if not set(e.pinned_pods) <= pods or (e.pin_annotation is not None and not set(e.pods) <= set(e.pinned_pods)):
+        return f"expectation.pinnedPods {list(e.pinned_pods)} must name both proof Pods and only known Pods"
     return None
 
 

@@ -1,7 +1,8 @@
 """Runs in the gate Pod (stdlib only): poll one API object until it reports ready, then exit 0; 1 at the deadline.
 
-Environment: GATE_PATH (API path of the object), GATE_READY (`condition:Ready` or `status.state=ready`),
-GATE_TIMEOUT (seconds). For tests: GATE_API (base URL, plain http allowed), GATE_TOKEN_FILE, GATE_CA_FILE.
+Environment: GATE_PATH (API path of the object), GATE_READY (`condition:Ready`, `annotation:KEY` or
+`status.state=ready`), GATE_TIMEOUT (seconds). For tests: GATE_API (base URL, plain http allowed),
+GATE_TOKEN_FILE, GATE_CA_FILE.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ except ImportError:  # mounted flat in a Pod and run as a script
 
 
 def is_ready(obj: dict[str, Any], rule: str) -> bool:
-    """`condition:T` → a status condition T is "True"; `a.b=v` → the field a.b equals v."""
+    """`condition:T` → a status condition T is "True"; `annotation:K` → annotation K is set and not empty (its key
+    may hold dots: `hami.io/node-nvidia-register`); `a.b=v` → the field a.b equals v."""
+    if rule.startswith("annotation:"):
+        wanted = rule.partition(":")[2]
+        return bool(str(((obj.get("metadata") or {}).get("annotations") or {}).get(wanted) or "").strip())
     if rule.startswith("condition:"):
         wanted = rule.partition(":")[2]
         conditions = (obj.get("status") or {}).get("conditions") or []
@@ -50,7 +55,10 @@ def main() -> int:
             if is_ready(obj, rule):
                 print(f"ready: {path} ({rule})", flush=True)
                 return 0
-            last = json.dumps(obj.get("status", obj))[:500]  # /version has no status: the whole answer
+            if rule.startswith("annotation:"):  # a Node's status is long and says nothing of its annotations
+                last = "annotations " + json.dumps(sorted((obj.get("metadata") or {}).get("annotations") or {}))[:480]
+            else:
+                last = json.dumps(obj.get("status", obj))[:500]  # /version has no status: the whole answer
         except Exception as err:
             last = f"{type(err).__name__}: {err}"
         if time.monotonic() >= deadline:

@@ -14,13 +14,14 @@ from typing import Any
 
 from components.plan_view import replace_rules
 from components.plan_view.golden import is_file_ref
+from components.plan_view.model import operation_of
 from components.plan_view.unknowns import pointer
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "(absent)"})()
 """A value one side does not have."""
 IDENTITY_KEYS = ("name",)
 """A list of objects that all carry one of these, each different, is matched item by item on it."""
-SIGNS = {"create": "+", "update": "~", "replace": "±", "delete": "-"}
+SIGNS = {"create": "+", "update": "~", "replace": "±", "delete": "-", "read": ">", "discard": "-"}
 
 
 @dataclass
@@ -135,6 +136,9 @@ def resource_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> R
     some = new or old
     assert some is not None
     urn = f"{some['type']}::{some['name']}"
+    if (some.get("options") or {}).get("read"):
+        # A read deletes nothing when it goes: the engine only forgets it (pulumi's `discard`).
+        return ResourceChange(urn, some["type"], some["name"], "read" if new is not None else "discard")
     if old is None or new is None:
         return ResourceChange(urn, some["type"], some["name"], "create" if old is None else "delete")
     options = new.get("options") or {}
@@ -177,8 +181,9 @@ def compare(old: dict[str, Any], new: dict[str, Any], against: str) -> StackDiff
     changes = [resource_change(old_by.get(u), r) for u, r in new_by.items()]
     changes += [resource_change(r, None) for u, r in old_by.items() if u not in new_by]
     outputs = walk(old.get("outputs") or {}, new.get("outputs") or {})
-    return StackDiff(new.get("stack", ""), against, [c for c in changes if c.operation != "same"], outputs,
-                     {c.urn: c.operation for c in changes})
+    # A read runs every time, changing nothing: listed in `operations`, not among the changes.
+    return StackDiff(new.get("stack", ""), against, [c for c in changes if c.operation not in ("same", "read")],
+                     outputs, {c.urn: c.operation for c in changes})
 
 
 def annotate(document: dict[str, Any], diff: StackDiff) -> dict[str, Any]:
@@ -186,7 +191,7 @@ def annotate(document: dict[str, Any], diff: StackDiff) -> dict[str, Any]:
     by_urn = {c.urn: c for c in diff.resources}
     for resource in document["resources"]:
         change = by_urn.get(resource["urn"])
-        resource["operation"] = diff.operations.get(resource["urn"], "create")
+        resource["operation"] = diff.operations.get(resource["urn"], operation_of(resource))
         resource["changed"] = [c.pointer for c in change.changes] if change else []
         resource["replaceBecause"] = change.replace_because if change else []
     document["against"] = diff.against

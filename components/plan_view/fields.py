@@ -232,5 +232,9 @@ BY_TYPE: dict[str, Callable[[dict[str, Any]], list[Field]]] = {
 
 
 def review_fields(resource: dict[str, Any]) -> list[Field]:
-    """What to check on this resource; a Kubernetes object of another type shows its name."""
+    """What to check on this resource; a Kubernetes object of another type shows its name; a read, what it reads."""
+    read = (resource.get("options") or {}).get("read")
+    if read:
+        kind = resource["type"].rsplit(":", 1)[-1]
+        return [("reads", f"{kind} {read} as the cluster has it (never created or deleted here)")]
     return BY_TYPE.get(resource["type"], named_object)(resource["inputs"])

@@ -135,7 +135,8 @@ def full_plan(plan: Plan, long_outputs: bool = True) -> list[str]:
     graph = Graph(plan)
     lines = [
         f"{header(plan).split(': ', 1)[1]}, planned under Pulumi's mock engine. "
-        "Values a real preview cannot know yet read *(known after create)* or *(looked up in the cloud)*.",
+        "Values a real preview cannot know yet read *(known after create)*, *(looked up in the cloud)* or "
+        "*(read from the cluster at up)*.",
         "",
         "| resource | type | in | after | what to check |",
         "|---|---|---|---|---|",

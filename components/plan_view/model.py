@@ -16,7 +16,13 @@ from components.mocks import Invented
 SCHEMA_VERSION = 1
 """The contract's version: bumped when a key changes meaning or goes; adding a key keeps it."""
 SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
-OPERATIONS = ("create", "update", "replace", "delete", "same")
+OPERATIONS = ("create", "update", "replace", "delete", "same", "read", "discard")
+"""`read`: a `Resource.get` (the engine reads the live object each run); `discard`: a read the plan no longer has."""
+
+
+def operation_of(resource: dict[str, Any]) -> str:
+    """What `pulumi up` does to a resource of a new stack: reads what `Resource.get` names, creates the rest."""
+    return "read" if (resource.get("options") or {}).get("read") else "create"
 
 
 def urn(resource: dict[str, Any]) -> str:
@@ -46,7 +52,7 @@ class Plan:
             "stack": self.stack,
             "against": None,
             "resources": [
-                {**r, "urn": urn(r), "kind": self.kind(r), "operation": "create", "changed": [],
+                {**r, "urn": urn(r), "kind": self.kind(r), "operation": operation_of(r), "changed": [],
                  "replaceBecause": []}
                 for r in self.resources
             ],

@@ -64,7 +64,8 @@ def unknown_paths(value: Any, invented: Invented, path: tuple[str | int, ...] = 
 
 
 def mask(value: Any, invented: Invented) -> Any:
-    """The value with every made-up part replaced by `(known after create)` or `(looked up in the cloud)`."""
+    """The value with every made-up part replaced by its reason: `(known after create)`, `(looked up in the cloud)`,
+    `(read from the cluster at up)`."""
     if isinstance(value, dict):
         return {k: mask(v, invented) for k, v in value.items()}
     if isinstance(value, list):

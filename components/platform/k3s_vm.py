@@ -63,13 +63,15 @@ class GpuVmArgs:
     settings: VmConfig
     """The `gpushare:` section config validated, as it is: the one declaration of these settings."""
     gpu_type: str
+    gpu_count: int
+    """The cards GCE attaches (N1: 1, 2 or 4 T4s); a machine type that carries its own ignores it."""
     attach_accelerator: bool
     """False where the machine type carries its GPU (G2, G4, A2, A3): a guest accelerator is then refused."""
     network_tag: str
 
 
 class GpuVm(pulumi.ComponentResource):
-    """A GCE instance with one GPU, a static external address, an SSH key pair, and a firewall rule for SSH and the
+    """A GCE instance with its GPUs, a static external address, an SSH key pair, and a firewall rule for SSH and the
     API only."""
 
     external_ip: pulumi.Output[str]
@@ -124,7 +126,8 @@ class GpuVm(pulumi.ComponentResource):
                 on_host_maintenance="TERMINATE",  # GPUs cannot live-migrate
             )
         accelerators = (
-            [gcp.compute.InstanceGuestAcceleratorArgs(type=args.gpu_type, count=1)] if args.attach_accelerator else None
+            [gcp.compute.InstanceGuestAcceleratorArgs(type=args.gpu_type, count=args.gpu_count)]
+            if args.attach_accelerator else None
         )
         public_key = key.public_key_openssh.apply(lambda k: k.strip())
         self.instance = gcp.compute.Instance(

@@ -7,6 +7,7 @@ planned checks with `passed: None`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,18 @@ class VerifierArgs:
     """A new value replaces the verifier Pod, so it judges the new proof Pods."""
     replace_with: Sequence[pulumi.Resource] = ()
     """A replaced node pool or VM replaces the verifier too (pulumi step_generator.go:2893-2903, ReplaceWith)."""
+    shared_card_uuid: pulumi.Input[str] | None = None
+    """The UUID of the card the proof Pods are pinned to, read at `pulumi up`: the verifier's copy of `expect`
+    carries it (so a new card is judged by a new verifier), the planned one does not."""
+
+
+def expectation_json(expect: Expectation, shared_card_uuid: pulumi.Input[str] | None) -> pulumi.Input[str]:
+    """GPUSHARE_EXPECT: the expectation, with the shared card's UUID once `pulumi up` has read it."""
+    if shared_card_uuid is None:
+        return expect.to_json()
+    return pulumi.Output.from_input(shared_card_uuid).apply(
+        lambda uuid: dataclasses.replace(expect, shared_card_uuid=uuid).to_json()
+    )
 
 
 def planned_verification(expect: Expectation) -> dict[str, Any]:
@@ -203,7 +216,7 @@ class Verifier(pulumi.ComponentResource):
                         "image": args.image,
                         "command": ["python3", f"{MOUNT_PATH}/verifier.py"],
                         "env": [
-                            {"name": "GPUSHARE_EXPECT", "value": expect.to_json()},
+                            {"name": "GPUSHARE_EXPECT", "value": expectation_json(expect, args.shared_card_uuid)},
                             {"name": "PYTHONUNBUFFERED", "value": "1"},
                         ],
                         "volumeMounts": [{"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}],
