@@ -43,7 +43,7 @@ from components.sizing import (
     overcommit_mib,
     remaining_mib,
 )
-from components.validate import registry_port_problem
+from components.validate import file_problem, quoted, registry_port_problem
 from components.verify.settings import VerifyConfig
 from components.versions import kubernetes_release
 
@@ -194,7 +194,7 @@ def check_gpu(cfg: Stack) -> None:
     if cfg.gpu.memory_mib is None and cfg.gpu.type not in GPU_MODELS:
         raise ConfigError(
             key("gpu", "memoryMiB"),
-            f"GPU type {cfg.gpu.type!r} is not in the GPU table ({', '.join(sorted(GPU_MODELS))}); set "
+            f"GPU type {quoted(cfg.gpu.type)} is not in the GPU table ({', '.join(sorted(GPU_MODELS))}); set "
             "gpushare:gpu.memoryMiB to what nvidia-smi reports",
         )
 
@@ -355,9 +355,10 @@ def check_chart_sources(cfg: Stack) -> None:
         directory = Path(source.path).expanduser()
         # Relative to the project directory, where `pulumi up` runs the program and Helm resolves the path.
         chart_file = (directory if directory.is_absolute() else PROJECT_ROOT / directory) / "Chart.yaml"
-        if not chart_file.is_file():
-            raise ConfigError(full_key, f"{chart_file} does not exist; unpack the chart there with `helm pull "
-                                        f"--untar --version {version}`")
+        problem = file_problem(chart_file)
+        if problem is not None:
+            raise ConfigError(full_key, f"{quoted(str(chart_file))}: {problem}; unpack the chart there with `helm "
+                                        f"pull --untar --version {version}`")
         try:
             meta = yaml.safe_load(chart_file.read_bytes().decode("utf-8"))
         except (UnicodeDecodeError, yaml.YAMLError, OSError):
@@ -384,7 +385,7 @@ def check_hami(cfg: Stack, hami: HamiConfig, server_version: str, server_version
         wanted = kubernetes_release(server_version)
         if hami.scheduler_image_tag != wanted:
             raise ConfigError(key("hami", "schedulerImageTag"),
-                              f"{hami.scheduler_image_tag!r} does not match the server version {server_version} "
+                              f"{quoted(hami.scheduler_image_tag)} does not match the server version {server_version} "
                               f"({server_version_key}); HAMi's kube-scheduler must run {wanted}: set it to {wanted} "
                               "or leave it unset")
     if hami.runtime_class_name == "nvidia" and cdi_enabled:
