@@ -33,6 +33,7 @@ _REGISTRY = re.compile(rf"^{_DOMAIN}(?:/{_PATH_COMPONENT})*$")
 _IMAGE = re.compile(
     rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::[\w][\w.-]{{0,127}})?(?:@sha256:[a-f0-9]{{64}})?$"
 )
+_OCI_REPOSITORY = re.compile(rf"^{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$")
 _SEMVER = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 _K3S_VERSION = re.compile(r"^v\d+\.\d+\.\d+\+k3s\d+$")
 _KUBERNETES_VERSION = re.compile(r"^v\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$")
@@ -192,13 +193,18 @@ def chart_repository(value: str) -> str:
         raise ValueError("carries credentials in the URL, which would sit in plain config and in Helm's release "
                          "history; drop them and log in first (`helm registry login <host>` for oci://, "
                          "`helm repo add --username` for https://)")
-    if not url.hostname or not (_HOSTNAME.match(url.hostname) or _is_ip(url.hostname)):
+    if not url.hostname or host_problem(url.hostname):
         raise ValueError(f"{quoted(value)} names no registry host; write it as {example}")
     if port == 0:
         raise ValueError(f"{quoted(value)} has port 0; give a port from 1 to 65535 or none")
     if url.scheme == "oci" and (":" in url.path or "@" in url.path):
         raise ValueError(f"{quoted(value)} carries a tag or digest; the version is the pinned one: write the "
                          f"repository alone, such as {example}")
+    path = url.path.strip("/")
+    if url.scheme == "oci" and path and not _OCI_REPOSITORY.match(path):
+        # Helm resolves oci:// through oras-go, whose registry/reference.go repositoryRegexp takes lower case only.
+        raise ValueError(f"{quoted(value)}: an OCI repository path is lower-case letters, digits and '.', '_' or "
+                         f"'-' between them; write it as {example}")
     if url.query or url.fragment:
         raise ValueError(f"{quoted(value)} has a query or fragment; write the repository alone, such as {example}")
     return value
@@ -212,6 +218,23 @@ def _is_ip(text: str) -> bool:
     return True
 
 
+def host_problem(host: str) -> str | None:
+    """Why `host` is neither an IP address nor a DNS name, or None. A name whose last label is a number is read as
+    IPv4 (WHATWG URL host parser, "ends in a number"), so `256.1.1.1` and `192.0.2` are broken addresses."""
+    if _is_ip(host.strip("[]")):
+        return None
+    if not host:
+        return "names no host"
+    last = host.rstrip(".").rpartition(".")[2]
+    if last.isdigit() or (last[:2].lower() == "0x"):
+        parts = host.split(".")
+        why = f"has {len(parts)} numbers, not four" if len(parts) != 4 else "has a number that is not 0 to 255"
+        return f"{quoted(host)} is no IPv4 address: it {why}; give four numbers from 0 to 255, such as 192.0.2.50"
+    if len(host) > 253 or not _HOSTNAME.match(host):
+        return f"{quoted(host)} is not an IP address or host name; give one such as 192.0.2.50"
+    return None
+
+
 def linux_user(value: str) -> str:
     if not _LINUX_USER.match(value):
         raise ValueError(f"{quoted(value)} is not a login name; use lower-case letters, digits, '_' or '-' (at "
@@ -221,10 +244,9 @@ def linux_user(value: str) -> str:
 
 def host_address(value: str) -> str:
     """An IP address or a DNS name that SSH can dial."""
-    if _is_ip(value):
-        return value
-    if len(value) > 253 or not _HOSTNAME.match(value):
-        raise ValueError(f"{quoted(value)} is not an IP address or host name; give one such as 192.0.2.50")
+    problem = host_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from components.contracts.errors import InputError
 from components.contracts.settings import key
-from components.validate import file_problem, may_hold_credential, quoted
+from components.validate import file_problem, host_problem, may_hold_credential, quoted
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 """The directory `pulumi up` runs the program in: a relative chartSources path or kubeconfigPath is read from here."""
@@ -91,3 +92,21 @@ def check_kubeconfig(text: str, context: str | None, key_: str) -> None:
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
         raise ConfigError(key_, f"cluster {quoted(cluster)} has no server URL (https://host:6443); give the file "
                                 "`kubectl config view --raw` prints")
+    problem = _server_problem(server)
+    if problem:
+        raise ConfigError(key_, f"cluster {quoted(cluster)}'s server {problem}; give the file `kubectl config view "
+                                "--raw` prints")
+
+
+def _server_problem(server: str) -> str | None:
+    """Why client-go could not dial `server` (a URL with a host and, if any, a real port), or None."""
+    try:
+        url = urlsplit(server)
+        port = url.port
+    except ValueError:
+        return f"{quoted(server)} has a port outside 1-65535 or a malformed host"
+    if not url.hostname:
+        return f"{quoted(server)} names no host (https://host:6443)"
+    if port == 0:
+        return f"{quoted(server)} has port 0"
+    return host_problem(url.hostname)

@@ -47,6 +47,8 @@ from components.validate import file_problem, quoted, registry_port_problem
 from components.verify.settings import VerifyConfig
 from components.versions import kubernetes_release
 
+MAX_CARD_MIB = 256 * 1024
+"""More memory than any GPU has (a B200 has 180 GB): a figure above it is a typo, not a card."""
 MIN_LIMIT_MIB = 1024
 """The smallest memory limit the proof can show: a CUDA context alone takes a few hundred MiB, then the hold."""
 
@@ -56,8 +58,8 @@ class GpuConfig(Settings):
 
     type: Accelerator = "nvidia-tesla-t4"
     """The cards' accelerator type (GCE `acceleratorType`), or their model key in the GPU table."""
-    memory_mib: Count | None = Field(None, gt=0)
-    """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
+    memory_mib: Count | None = Field(None, gt=0, le=MAX_CARD_MIB)
+    """MiB nvidia-smi reports per card (at most 262144, more than any GPU has); unset takes it from the GPU table."""
     per_node: Count = Field(1, ge=1, le=16)
     """Cards on each GPU node."""
     zone_check: bool = True
