@@ -328,12 +328,48 @@ def kubernetes_version(value: str) -> str:
     return value
 
 
+NEWEST_KUBERNETES_MINOR = (1, 38)
+"""The newest Kubernetes minor upstream has (kubernetes/kubernetes CHANGELOG/ ends at CHANGELOG-1.38.md, read
+2026-12-02). GKE offers a minor only weeks after upstream releases it (GKE docs, "About release channels"), so no
+zone offers a newer one; which older ones a zone offers is looked up at `up` (gcp.container.get_engine_versions)."""
+
+
 def gke_version(value: str) -> str:
     """`1.35.` (the newest 1.35 patch the zone offers) or a full GKE version (`1.35.6-gke.1250000`)."""
     if not _GKE_VERSION.match(value):
         raise ValueError(f"{quoted(value)} is not a GKE version; give a prefix such as 1.35. or a full version such as "
                          "1.35.6-gke.1250000 (`gcloud container get-server-config`)")
+    major, minor = (int(part) for part in value.split(".")[:2])
+    if (major, minor) > NEWEST_KUBERNETES_MINOR:
+        newest = ".".join(map(str, NEWEST_KUBERNETES_MINOR))
+        raise ValueError(f"{quoted(value)} is newer than any Kubernetes release (the newest is {newest}), so no "
+                         f"zone offers it; give {newest}. or older (`gcloud container get-server-config --zone ZONE`)")
     return value
+
+
+_KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "beta.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch", "failure-domain.kubernetes.io/zone", "failure-domain.kubernetes.io/region",
+    "kubernetes.io/instance-type",
+})  # fmt: skip
+"""kubernetes pkg/kubelet/apis/well_known_labels.go kubeletLabels: what a kubelet may set in kubernetes.io."""
+_KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+"""well_known_labels.go kubeletLabelNamespaces: namespaces (and their subdomains) a kubelet may set labels in."""
+
+
+def kubelet_label_problem(label: str) -> str | None:
+    """Why the kubelet refuses `label` in --node-labels, or None (cmd/kubelet/app/options/options.go
+    ValidateKubeletFlags: a kubernetes.io or k8s.io label must be in well_known_labels.go's allowed set)."""
+    namespace = label.split("/", 1)[0] if "/" in label else ""
+    reserved = any(namespace == n or namespace.endswith(f".{n}") for n in ("kubernetes.io", "k8s.io"))
+    allowed = label in _KUBELET_LABELS or any(namespace == n or namespace.endswith(f".{n}")
+                                              for n in _KUBELET_LABEL_NAMESPACES)
+    if not reserved or allowed:
+        return None
+    return (f"{quoted(label)} is in the kubernetes.io/k8s.io namespace, which the kubelet refuses in --node-labels "
+            "(it then does not start); use a label of your own, such as gpushare.io/gpu")
 
 
 def port(value: int) -> int:

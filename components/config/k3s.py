@@ -48,6 +48,10 @@ class K3sStack(Stack):
     def check(self) -> None:
         super().check()
         check_hami(self, self.hami, self.server_version, self.server_version_key, cdi_enabled=False)
+        for label in sorted(self.hami.node_label):  # k3s hands them to its kubelet as --node-labels
+            problem = validate.kubelet_label_problem(label)
+            if problem:
+                raise ConfigError(key("hami", "nodeLabel", label), problem)
 
 
 class K3sVmStack(K3sStack):

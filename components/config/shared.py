@@ -207,8 +207,8 @@ def _at_most(mib: int) -> str:
 
 
 def check_slices(cfg: Stack) -> None:
-    if getattr(cfg, "sharing", None) in ("mps", "time-sharing"):
-        return  # GKE sets the slice from the clients per card (gke.check_gke_native)
+    if getattr(cfg, "sharing", None) in ("mps", "time-sharing") or not cfg.verify.enabled:
+        return  # GKE sets the slice from the clients per card (gke.check_gke_native); no proof, no slices
     card, slice_mib = cfg.card_mib, cfg.slice_mib
     if card < 2 * MIN_LIMIT_MIB:
         raise ConfigError(key("gpu", "memoryMiB"),
@@ -246,8 +246,8 @@ def least_slice_mib(cfg: Stack) -> int:
 
 def check_proof_numbers(cfg: Stack) -> None:
     """The proof's own numbers against the quota: the hold fits it, and the hold plus the extra does not."""
-    if getattr(cfg, "sharing", None) in ("mps", "time-sharing"):
-        return  # GKE's own sharing: MPS's limit is checked in gke.check_gke_native, time-sharing has none
+    if getattr(cfg, "sharing", None) in ("mps", "time-sharing") or not cfg.verify.enabled:
+        return  # GKE's own sharing: checked in gke.check_gke_native; with the proof off no numbers are used
     quota = cfg.quota_mib
     hold, extra = round(cfg.hold_gib * 1024), round(cfg.extra_gib * 1024)
     if hold > quota:
