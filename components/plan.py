@@ -71,8 +71,9 @@ def _load_yaml(text: str, where: str) -> Any:
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or "invalid YAML"
         if isinstance(err, yaml.constructor.ConstructorError):
+            fix = "keep one" if "already defined" in str(problem) else "fix the value"
             raise PlanInputError(f"{where}: line {mark.line + 1 if mark else '?'}: {problem}, which `pulumi up` "
-                                 "refuses too; fix the value") from None
+                                 f"refuses too; {fix}") from None
         raise PlanInputError(f"{where}: not valid YAML{at} ({problem}); fix the quoting or indentation") from None
 
 
