@@ -20,7 +20,7 @@ def test_every_view_counts_the_plan_as_its_registered_resources(plan_stack, stac
     assert text.render(plan).splitlines()[0] == f"stack {stack}: {shown}"
     assert shown in markdown.render(plan)
     monkeypatch.setattr(comment, "run", lambda name: plan)
-    assert f"<summary>{stack}: {shown}</summary>" in comment.render([stack])
+    assert f"<summary>{stack}: {total} resources</summary>" in comment.render([stack])
     monkeypatch.setattr("components.plan.run", lambda name, overrides=None: plan)
     harness.main([stack])
     assert capsys.readouterr().out.splitlines()[-1].startswith(f"{shown}: ")

@@ -76,15 +76,18 @@ class Plan:
             counted[self.kind(r)] += 1
         return counted
 
-    def count_text(self) -> str:
-        """`43 resources (33 custom, 9 components, 1 provider)`: the count and what it is made of."""
+    def count_text(self, parts: bool = True) -> str:
+        """`43 resources (33 custom, 9 components, 1 provider)`: the count and, with `parts`, what it is made of."""
         counts = self.counts()
 
         def n(count: int, noun: str) -> str:
             return f"{count} {noun}{'' if count == 1 else 's'}"
 
-        return (f"{n(counts['resources'], 'resource')} ({counts['resource']} custom, "
-                f"{n(counts['component'], 'component')}, {n(counts['provider'], 'provider')})")
+        whole = n(counts["resources"], "resource")
+        if not parts:
+            return whole
+        return (f"{whole} ({counts['resource']} custom, {n(counts['component'], 'component')}, "
+                f"{n(counts['provider'], 'provider')})")
 
     def find(self, type_: str, name: str | None = None) -> list[dict[str, Any]]:
         """Resources of a type (the full token), optionally of one name."""
