@@ -2,16 +2,17 @@
 
     python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...] [--against PLAN]
 
-Loads `Pulumi.STACK.yaml`, applies each `-c` (a dotted key sets a nested value:
-`-c gpushare:verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
+Loads `Pulumi.STACK.yaml` as `pulumi up` reads it (components/config/stack_yaml.py), applies each `-c` (a YAML
+value; a dotted key sets a nested value, and a key without namespace is the project's, as with `pulumi config set
+--path`: `-c verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
 prints the resource tree. `--json` prints one deterministic object, versioned and described in docs/plan-json.md
 (schema: components/plan_view/plan.schema.json): `{"version", "stack", "against", "resources", "deleted",
 "outputs", "unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` map the JSON
 pointer of each value the mocks made up to why a real preview would not know it. `--markdown` prints a
 pull-request summary (what changes against tests/golden/ first), `--mermaid` the dependency graph. Secrets
-written by `pulumi config set --secret [--path]` (`{"secure": ...}`, at any depth) plan as mock values of the
-right shape. Invalid config, a stack file or `-c` value that is not YAML: exit 2, one line on stderr, nothing
-registered.
+written by `pulumi config set --secret [--path]` (`{"secure": ...}`, at any depth) are checked for the ciphertext
+form Pulumi writes and plan as mock values of the shape their key needs (components/config/secrets.py). Invalid
+config, a stack file or `-c` value that is not YAML: exit 2, one line on stderr, nothing registered.
 """
 
 from __future__ import annotations
@@ -77,13 +78,13 @@ def _load_yaml(text: str, where: str) -> Any:
         raise PlanInputError(f"{where}: not valid YAML{at} ({problem}); fix the quoting or indentation") from None
 
 
-def _program_value(value: Any, full_key: str, where: str) -> Any:
+def _program_value(value: Any, full_key: str) -> Any:
     from components.config.stack_yaml import YamlError, as_program_sees
 
     try:
         return as_program_sees(value, full_key)
     except YamlError as err:
-        raise PlanInputError(f"{err}" if where.startswith("-c") else f"{where}: {err}") from None
+        raise PlanInputError(str(err)) from None  # the message leads with the full key, as every refusal does
 
 
 def _config_key(text: str, where: str, *, path: bool) -> tuple[str, str]:
@@ -137,13 +138,13 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
             raise PlanInputError(f"{path.name}: {written[full_key]} and {written_key} are one key, {full_key}; "
                                  "`pulumi up` keeps either: keep one")
         written[full_key] = written_key
-        config[full_key] = _program_value(raw_value, full_key, path.name)
+        config[full_key] = _program_value(raw_value, full_key)
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep:
             raise PlanInputError(f"-c {item!r}: write it as namespace:key=value, e.g. gpushare:verify.sliceMiB=4000")
         namespace, name = _config_key(key, f"-c {key}", path=True)
-        value = _program_value(_load_yaml(text, f"-c {key}"), f"{namespace}:{name}", f"-c {key}") if text else ""
+        value = _program_value(_load_yaml(text, f"-c {key}"), f"{namespace}:{name}") if text else ""
         first, *path_parts = name.split(".")
         top = f"{namespace}:{first}"
         if not path_parts:
