@@ -49,20 +49,25 @@ def gpu_memory_mib(accelerator: str, override: int | None = None) -> int:
 
 
 # --- which GCE machine family carries or takes which card ----------------------------------------------------
-# Source: Compute Engine "GPU machine types" (cloud.google.com/compute/docs/gpus) and "Accelerator-optimized
-# machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines): A2/A3/G2/G4 carry their GPU
-# (g4-standard-96: 2 RTX PRO 6000), N1 takes 1, 2 or 4 attached T4s, P4s or P100s, or 1, 2, 4 or 8 V100s.
-# Reviewed against those pages; extend it only from them.
+# Source: Compute Engine "GPU machine types" (cloud.google.com/compute/docs/gpus: A2/A3/A4/G2/G4 carry their GPU,
+# N1 takes an attached T4, V100, P4 or P100, T4/P4/P100 in 1, 2 or 4, V100 also 8), "General-purpose machine family"
+# (cloud.google.com/compute/docs/general-purpose-machines: the N1 sizes) and SkyPilot's catalog, built from the
+# Compute Engine API (skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv @006059e0: its a2-*, a3-*, a4-* rows),
+# read 2026-12-02. Extend it only from them; a type not here is refused as one GCE does not offer.
 
-N1_COUNTS: dict[str, tuple[int, ...]] = {
-    "nvidia-tesla-t4": (1, 2, 4),
+ATTACHED_TO_N1 = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100")
+"""The GPUs GCE attaches to an N1 machine (`guest_accelerator`)."""
+
+ATTACHED_COUNTS: dict[str, tuple[int, ...]] = {
+    "nvidia-tesla-t4": (1, 2, 4), "nvidia-tesla-p4": (1, 2, 4), "nvidia-tesla-p100": (1, 2, 4),
     "nvidia-tesla-v100": (1, 2, 4, 8),
-    "nvidia-tesla-p4": (1, 2, 4),
-    "nvidia-tesla-p100": (1, 2, 4),
 }
-"""The GPUs GCE attaches to an N1 machine (`guest_accelerator`), and how many of each one machine takes."""
-ATTACHED_TO_N1 = tuple(N1_COUNTS)
-"""The GPUs GCE attaches to an N1 machine."""
+"""How many of each attached GPU one N1 machine takes: GCE refuses any other count."""
+
+_N1_SIZES = (2, 4, 8, 16, 32, 64, 96)
+N1_MACHINE_TYPES = frozenset({"n1-standard-1", *(f"n1-{kind}-{n}" for kind in ("standard", "highmem", "highcpu")
+                                                  for n in _N1_SIZES)})  # fmt: skip
+"""Every predefined N1 machine type (shared-core f1-micro and g1-small take no GPU)."""
 
 BUNDLED: dict[str, str] = {
     "g2-standard": "nvidia-l4",
@@ -73,6 +78,8 @@ BUNDLED: dict[str, str] = {
     "a3-highgpu": "nvidia-h100-80gb",
     "a3-edgegpu": "nvidia-h100-80gb",
     "a3-megagpu": "nvidia-h100-mega-80gb",
+    "a3-ultragpu": "nvidia-h200-141gb",
+    "a4-highgpu": "nvidia-b200",
 }
 """Machine series (type without its size) → the GPU it carries."""
 
@@ -80,29 +87,39 @@ BUNDLED_COUNT: dict[str, int] = {
     **{f"g2-standard-{n}": 1 for n in (4, 8, 12, 16, 32)}, "g2-standard-24": 2, "g2-standard-48": 4,
     "g2-standard-96": 8,
     "g4-standard-48": 1, "g4-standard-96": 2, "g4-standard-192": 4, "g4-standard-384": 8,
+    **{f"a2-highgpu-{n}g": n for n in (1, 2, 4, 8)}, "a2-megagpu-16g": 16,
+    **{f"a2-ultragpu-{n}g": n for n in (1, 2, 4, 8)},
+    **{f"a3-highgpu-{n}g": n for n in (1, 2, 4, 8)}, "a3-edgegpu-8g": 8, "a3-edgegpu-8g-nolssd": 8,
+    "a3-megagpu-8g": 8, "a3-ultragpu-8g": 8, "a3-ultragpu-8g-nolssd": 8, "a4-highgpu-8g": 8,
 }
-"""GPUs a G2 or G4 machine type carries (A2 and A3 name theirs: a2-highgpu-4g carries 4)."""
+"""Every machine type that carries its GPU, and how many it carries."""
+
+
+def _series(machine_type: str) -> str:
+    return next((s for s in BUNDLED if machine_type.startswith(f"{s}-")), machine_type.rpartition("-")[0])
 
 
 def bundled_gpu_count(machine_type: str) -> int | None:
-    """How many GPUs a G2, G4, A2 or A3 machine type carries (a2-highgpu-4g: 4); None for any other type."""
-    series, _, size = machine_type.rpartition("-")
-    if series not in BUNDLED:
-        return None
-    return BUNDLED_COUNT.get(machine_type) or (int(size[:-1]) if size.endswith("g") and size[:-1].isdigit() else None)
+    """How many GPUs a G2, G4, A2, A3 or A4 machine type carries (a2-highgpu-4g: 4); None for any other type."""
+    return BUNDLED_COUNT.get(machine_type)
 
 
 def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tuple[str, str] | None:
     """(`machineType` or `gpu.type` or `gpu.perNode`, why) when GCE would refuse this card on this machine."""
-    series = machine_type.rpartition("-")[0]
+    series = _series(machine_type)
     family = machine_type.split("-", 1)[0]
     if family == "n1":
-        if gpu_type in N1_COUNTS:
-            counts = N1_COUNTS[gpu_type]
-            if per_node in counts:
-                return None
-            allowed = ", ".join(map(str, counts[:-1])) + f" or {counts[-1]}"
-            return "gpu.perNode", f"{per_node} × {gpu_type}: GCE attaches {allowed} to an N1 machine; set one of those"
+        if machine_type not in N1_MACHINE_TYPES:
+            return "machineType", (f"{machine_type} is not an N1 machine type GCE offers; N1 comes as n1-standard-1 "
+                                   f"and n1-standard, n1-highmem or n1-highcpu with {', '.join(map(str, _N1_SIZES))} "
+                                   "vCPUs (components/gpus.py)")
+        if gpu_type in ATTACHED_TO_N1:
+            counts = ATTACHED_COUNTS[gpu_type]
+            if per_node not in counts:
+                allowed = ", ".join(map(str, counts[:-1])) + f" or {counts[-1]}"
+                return "gpu.perNode", (f"{per_node}, but GCE attaches {allowed} × {gpu_type} to an N1 machine; set "
+                                       "it to one of those")
+            return None
         carriers = sorted(s for s, g in BUNDLED.items() if g == gpu_type)
         if carriers:
             return "machineType", (f"{machine_type} takes only {', '.join(ATTACHED_TO_N1)}; {gpu_type} comes built "
@@ -117,7 +134,8 @@ def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tupl
                             f"machine type that carries {gpu_type})")
     count = bundled_gpu_count(machine_type)
     if count is None:
-        return "machineType", f"{machine_type} is not a {series} machine type GCE offers"
+        sizes = ", ".join(sorted((t for t in BUNDLED_COUNT if _series(t) == series), key=BUNDLED_COUNT.__getitem__))
+        return "machineType", f"{machine_type} is not among the {series} machine types GCE offers; use one of {sizes}"
     if count != per_node:
         return "gpu.perNode", f"{per_node}, but {machine_type} carries {count} × {carried}; set it to {count}"
     return None

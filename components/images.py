@@ -26,11 +26,12 @@ _PREFIX = re.compile(rf"^{_DOMAIN}(?:/{_COMPONENT})*$")
 
 def is_registry_host(host: str) -> bool:
     """A registry host as an image reference names it: a dotted domain, `localhost`, or either with a port."""
-    return bool(_HOST.match(host)) and ("." in host or ":" in host or host.split(":")[0] == "localhost")
+    return bool(_HOST.match(host)) and ("." in host or ":" in host or host.split(":")[0].lower() == "localhost")
 
 
 def upstream_host(host: str) -> str:
-    """The one name of an upstream registry: host names are case-blind, and Docker Hub has three."""
+    """The one name of an upstream registry, used by every helper here: host names are case-blind (RFC 4343), and
+    Docker Hub has three."""
     host = host.lower()
     return DOCKER_HUB if host in _DOCKER_HUB_ALIASES else host
 
@@ -65,8 +66,8 @@ def split_reference(image: str) -> tuple[str, str]:
     Docker Hub's short names get their host and implicit namespace: `python:3` → (`docker.io`, `library/python:3`).
     """
     first, _, rest = image.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        host = DOCKER_HUB if first in _DOCKER_HUB_ALIASES else first
+    if rest and ("." in first or ":" in first or first.lower() == "localhost"):
+        host = upstream_host(first)
         if host == DOCKER_HUB and "/" not in rest:
             rest = f"library/{rest}"
         return host, rest
@@ -82,12 +83,16 @@ class Mirrors:
     default: str | None = None
     """The mirror of every upstream `by_host` does not name, each under its host as the first path segment."""
 
+    def __post_init__(self) -> None:
+        # One rule for every lookup: the map is keyed by upstream_host, whatever spelling the caller used.
+        object.__setattr__(self, "by_host", {upstream_host(h): p for h, p in self.by_host.items()})
+
     def __bool__(self) -> bool:
         return bool(self.by_host) or bool(self.default)
 
     def prefix_for(self, host: str) -> str | None:
         """The mirror prefix of `host`, or None when it is pulled from upstream."""
-        host = DOCKER_HUB if host in _DOCKER_HUB_ALIASES else host
+        host = upstream_host(host)
         if host in self.by_host:
             return self.by_host[host]
         return f"{self.default.rstrip('/')}/{host_segment(host)}" if self.default else None

@@ -2,16 +2,17 @@
 
     python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...] [--against PLAN]
 
-Loads `Pulumi.STACK.yaml`, applies each `-c` (a dotted key sets a nested value:
-`-c gpushare:verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
+Loads `Pulumi.STACK.yaml` as `pulumi up` reads it (components/config/stack_yaml.py), applies each `-c` (a YAML
+value; a dotted key sets a nested value, and a key without namespace is the project's, as with `pulumi config set
+--path`: `-c verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
 prints the resource tree. `--json` prints one deterministic object, versioned and described in docs/plan-json.md
 (schema: components/plan_view/plan.schema.json): `{"version", "stack", "against", "resources", "deleted",
 "outputs", "unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` map the JSON
 pointer of each value the mocks made up to why a real preview would not know it. `--markdown` prints a
 pull-request summary (what changes against tests/golden/ first), `--mermaid` the dependency graph. Secrets
-written by `pulumi config set --secret [--path]` (`{"secure": ...}`, at any depth) plan as mock values of the
-right shape. Invalid config, a stack file or `-c` value that is not YAML: exit 2, one line on stderr, nothing
-registered.
+written by `pulumi config set --secret [--path]` (`{"secure": ...}`, at any depth) are checked for the ciphertext
+form Pulumi writes and plan as mock values of the shape their key needs (components/config/secrets.py). Invalid
+config, a stack file or `-c` value that is not YAML: exit 2, one line on stderr, nothing registered.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ __all__ = ["ROOT", "Plan", "PlanInputError", "main", "read_stack_config", "run",
 ROOT = Path(__file__).resolve().parent.parent
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 """The keys a Pulumi.<stack>.yaml holds (pulumi/automation/_stack_settings.py StackSettings; `environment`: ESC)."""
-MOCK_SECRET = "mock-secret-value"
 
 
 def __getattr__(name: str) -> Any:
@@ -62,41 +62,57 @@ class PlanInputError(ValueError):
 
 
 def _load_yaml(text: str, where: str) -> Any:
+    """`text` as `pulumi up` decodes it (gopkg.in/yaml.v3: components/config/stack_yaml.py)."""
+    from components.config.stack_yaml import load
+
     try:
-        return yaml.safe_load(text)
+        return load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or "invalid YAML"
+        if isinstance(err, yaml.constructor.ConstructorError):
+            fix = "keep one" if "already defined" in str(problem) else "fix the value"
+            raise PlanInputError(f"{where}: line {mark.line + 1 if mark else '?'}: {problem}, which `pulumi up` "
+                                 f"refuses too; {fix}") from None
         raise PlanInputError(f"{where}: not valid YAML{at} ({problem}); fix the quoting or indentation") from None
 
 
-def _mock_secrets(value: Any, path: str) -> tuple[Any, bool]:
-    """`{"secure": ...}` anywhere (as `pulumi config set --secret --path` writes it) → a mock of the right shape."""
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            from components.mocks import MOCK_KUBECONFIG  # a kubeconfig must still parse offline
+def _program_value(value: Any, full_key: str) -> Any:
+    from components.config.stack_yaml import YamlError, as_program_sees
 
-            return (MOCK_KUBECONFIG if path.endswith(".kubeconfig") else MOCK_SECRET), True
-        found = False
-        out = {}
-        for key, inner in value.items():
-            out[key], secret = _mock_secrets(inner, f"{path}.{key}")
-            found |= secret
-        return out, found
-    if isinstance(value, list):
-        pairs = [_mock_secrets(inner, f"{path}[{i}]") for i, inner in enumerate(value)]
-        return [v for v, _ in pairs], any(secret for _, secret in pairs)
-    return value, False
+    try:
+        return as_program_sees(value, full_key)
+    except YamlError as err:
+        raise PlanInputError(str(err)) from None  # the message leads with the full key, as every refusal does
+
+
+def _config_key(text: str, where: str, *, path: bool) -> tuple[str, str]:
+    """(namespace, name) as the CLI parses the key; the empty namespace, which no program reads, is refused."""
+    from components.config.stack_yaml import YamlError, path_key, stack_file_key
+
+    try:
+        namespace, name = path_key(text) if path else stack_file_key(text)
+    except YamlError as err:
+        raise PlanInputError(f"{where}: {err}") from None
+    if not name:
+        raise PlanInputError(f"{where}: {text!r} names no key; write it as gpushare:key, such as gpushare:platform")
+    if not namespace:
+        # config.ParseKey (sdk/go/common/resource/config/key.go:45) takes `:name` as namespace '', silently.
+        raise PlanInputError(f"{where}: {text} has an empty namespace: `pulumi up` keeps it under namespace '', "
+                             f"where this program never reads it; write gpushare:{name}")
+    return namespace, name
 
 
 def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
-    """The stack file's config with `-c` overrides applied, and the keys that hold secrets."""
+    """The stack file's config as `pulumi up` reads it, with `-c` overrides applied, and the keys that hold secrets."""
+    from components.config.stack_yaml import key_text
+
     path = root / f"Pulumi.{stack}.yaml"
     if not path.exists():
         raise PlanInputError(f"no stack file {path.name}; stacks here: {', '.join(stacks(root))}")
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")  # the CLI strips a BOM (loaders.go:40)
     except (UnicodeDecodeError, OSError) as err:
         raise PlanInputError(f"{path.name}: cannot be read as text ({type(err).__name__}); save it as UTF-8") from None
     document = _load_yaml(text, path.name)
@@ -112,13 +128,25 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
     if not isinstance(raw_config, dict):
         raise PlanInputError(f"{path.name}: config: must map keys to values (key: value), not a "
                              f"{type(raw_config).__name__}")
-    config: dict[str, Any] = {str(key): value for key, value in raw_config.items()}
+    config: dict[str, Any] = {}
+    written: dict[str, str] = {}
+    for raw_key, raw_value in raw_config.items():
+        written_key = key_text(raw_key)
+        namespace, name = _config_key(written_key, path.name, path=False)
+        full_key = f"{namespace}:{name}"
+        if full_key in written:  # a key without namespace is the project's (loaders.go:73-79): one key twice
+            raise PlanInputError(f"{path.name}: {written[full_key]} and {written_key} are one key, {full_key}; "
+                                 "`pulumi up` keeps either: keep one")
+        written[full_key] = written_key
+        config[full_key] = _program_value(raw_value, full_key)
     for item in overrides:
         key, sep, text = item.partition("=")
-        if not sep or ":" not in key:
+        if not sep:
             raise PlanInputError(f"-c {item!r}: write it as namespace:key=value, e.g. gpushare:verify.sliceMiB=4000")
-        value = _load_yaml(text, f"-c {key}") if text else ""
-        top, *path_parts = key.split(".")
+        namespace, name = _config_key(key, f"-c {key}", path=True)
+        value = _program_value(_load_yaml(text, f"-c {key}"), f"{namespace}:{name}") if text else ""
+        first, *path_parts = name.split(".")
+        top = f"{namespace}:{first}"
         if not path_parts:
             if value is None:  # `-c gpushare:vm=null` removes a key, as `pulumi config rm` would
                 config.pop(top, None)
@@ -136,12 +164,9 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
             node.pop(path_parts[-1], None)
         else:
             node[path_parts[-1]] = value
-    secret_keys: list[str] = []
-    for key, value in list(config.items()):
-        config[key], secret = _mock_secrets(value, key)
-        if secret:
-            secret_keys.append(key)
-    return config, secret_keys
+    from components.config.secrets import mock_secrets
+
+    return mock_secrets(config, document or {})
 
 
 def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     diagnostics = run_plan(plan, config)
     for d in diagnostics:
         print(d)
-    print(f"{len(plan.resources)} resources, {len(mandatory(diagnostics))} mandatory, "
+    print(f"{plan.count_text()}: {len(mandatory(diagnostics))} mandatory, "
           f"{len(diagnostics) - len(mandatory(diagnostics))} advisory")
     return 1 if mandatory(diagnostics) else 0
 

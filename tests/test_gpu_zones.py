@@ -77,3 +77,35 @@ def test_the_zone_table_names_only_known_cards_and_real_zones_each_row_sorted_on
     for zones in GPU_ZONES.values():
         assert zones and all(z.count("-") == 2 and z[-1].isalpha() for z in zones)
         assert list(zones) == sorted(set(zones)), zones
+
+
+def test_every_machine_series_that_carries_a_gpu_has_its_sizes_in_the_table() -> None:
+    from components.gpus import BUNDLED, BUNDLED_COUNT, N1_MACHINE_TYPES, machine_gpu_problem
+
+    assert {next(s for s in BUNDLED if t.startswith(f"{s}-")) for t in BUNDLED_COUNT} == set(BUNDLED)
+    for machine, count in BUNDLED_COUNT.items():
+        carried = next(g for s, g in BUNDLED.items() if machine.startswith(f"{s}-"))
+        assert machine_gpu_problem(machine, carried, count) is None, machine
+    assert len(N1_MACHINE_TYPES) == 22 and machine_gpu_problem("n1-standard-96", "nvidia-tesla-v100", 8) is None
+
+
+def test_kai_reservation_namespace_is_the_pinned_charts_own() -> None:
+    import json
+
+    from components.config.gke import KAI_RESERVATION_NAMESPACE
+    from components.gpu.gke_cdi import KAI_RESERVATION_NAMESPACE as USED
+    from tests.conftest import ROOT
+
+    facts = json.loads((ROOT / "tests/facts/charts/kai-scheduler-v0.17.0.json").read_text())
+    assert KAI_RESERVATION_NAMESPACE == USED == _find(facts, "resourceReservation")["namespace"]
+
+
+def _find(value: object, key: str) -> dict:
+    if isinstance(value, dict):
+        if key in value and isinstance(value[key], dict):
+            return value[key]
+        for inner in value.values():
+            found = _find(inner, key)
+            if found:
+                return found
+    return {}

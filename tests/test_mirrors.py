@@ -284,3 +284,14 @@ def test_without_a_mirror_every_upstream_is_named_and_nothing_warns(fresh_plan, 
     hosts = sorted({split_reference(image)[0] for image in plan.outputs["images"]})
     assert hosts and plan.outputs["unmirroredRegistries"] == hosts
     assert not [w for w in warnings if w.startswith("gpushare:registryMirrors:")]
+
+
+def test_every_mirror_helper_names_a_host_by_one_case_blind_rule() -> None:
+    from components.images import Mirrors, split_reference, upstream_host
+
+    assert split_reference("GHCR.IO/org/app:1") == ("ghcr.io", "org/app:1")
+    assert split_reference("Docker.IO/python:3") == ("docker.io", "library/python:3")
+    mirrors = Mirrors(by_host={"GHCR.IO": "harbor.example.com/ghcr"})
+    assert mirrors.prefix_for("ghcr.io") == mirrors.prefix_for("GHCR.IO") == "harbor.example.com/ghcr"
+    assert mirrors.image("GHCR.IO/org/app:1") == "harbor.example.com/ghcr/org/app:1"
+    assert {upstream_host(h) for h in ("GHCR.IO", "ghcr.io", "Ghcr.Io")} == {"ghcr.io"}

@@ -104,9 +104,17 @@ def test_unknown_stack_exits_2_naming_the_stacks(capsys) -> None:
     assert "cluster, gke, gke-mps, gke-time-sharing, k3s" in capsys.readouterr().err
 
 
-def test_override_without_namespace_is_refused(capsys) -> None:
-    assert main(["gke", "-c", "verify.sliceMiB=4000"]) == 2
-    assert "namespace:key=value" in capsys.readouterr().err
+def test_override_without_namespace_takes_the_projects_as_pulumi_config_set_path_does() -> None:
+    from components.plan import read_stack_config
+
+    config, _ = read_stack_config("gke", ["verify.sliceMiB=4000"])
+    assert config["gpushare:verify"]["sliceMiB"] == 4000
+
+
+def test_override_in_the_empty_namespace_is_refused_naming_the_key(capsys) -> None:
+    assert main(["gke", "-c", ":verify.sliceMiB=4000"]) == 2
+    err = capsys.readouterr().err
+    assert "empty namespace" in err and "gpushare:verify.sliceMiB" in err and len(err.splitlines()) == 1
 
 
 def test_null_override_removes_a_key() -> None:

@@ -113,8 +113,8 @@ def test_header_counts_resources_components_and_providers_apart(stack: str, plan
     components = [r for r in plan.resources if r["name"] in plan.component_outputs]
     real = len(plan.resources) - len(providers) - len(components)
     first_line = text.render(plan).splitlines()[0]
-    assert first_line == (f"stack {stack}: {real} resources, {len(components)} components, "
-                          f"{len(providers)} provider{'' if len(providers) == 1 else 's'}")
+    assert first_line == (f"stack {stack}: {len(plan.resources)} resources ({real} custom, {len(components)} "
+                          f"components, {len(providers)} provider{'' if len(providers) == 1 else 's'})")
     assert real > 0 and components and providers
 
 

@@ -138,3 +138,34 @@ def test_a_chart_repository_is_one_url_without_tag_credentials_or_a_port_past_65
         with pytest.raises(ValueError, match=problem) as caught:
             validate.chart_repository(repository)
         assert "s3cret" not in str(caught.value)
+
+
+def test_a_quoted_value_that_may_hold_a_credential_is_never_shown() -> None:
+    from components.validate import quoted
+
+    for secret in ("apiVersion: v1\nusers: [{user: {token: t0k}}]", "-----BEGIN OPENSSH PRIVATE KEY-----",
+                   "line one\nline two", "my-token-value"):
+        assert "t0k" not in quoted(secret) and "BEGIN" not in quoted(secret) and "not shown" in quoted(secret)
+
+
+def test_a_long_quoted_value_is_cut_to_sixty_characters() -> None:
+    from components.validate import SHOWN_CHARACTERS, quoted
+
+    assert quoted("gpu-pool") == "'gpu-pool'"
+    cut = quoted("q" * 5000)
+    assert len(cut) <= SHOWN_CHARACTERS and cut.endswith("…'")
+
+
+def test_a_path_too_long_for_a_file_name_is_a_problem_not_an_error(tmp_path) -> None:
+    from components.validate import file_problem
+
+    assert file_problem(tmp_path / ("a" * 5000)) == "File name too long"
+    assert file_problem(tmp_path / "absent") == "no such file" and file_problem(tmp_path) == "a folder, not a file"
+
+
+def test_the_newest_gke_minor_the_mocks_offer_is_no_newer_than_upstream_kubernetes() -> None:
+    from components.mocks import ALTERNATE_ANSWERS, ANSWERS
+    from components.validate import NEWEST_KUBERNETES_MINOR
+
+    offered = {tuple(int(p) for p in v.split(".")[:2]) for a in (ANSWERS, ALTERNATE_ANSWERS) for v in a.gke_versions}
+    assert max(offered) <= NEWEST_KUBERNETES_MINOR

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -35,7 +36,42 @@ def kube_lister(kubeconfig: str, context: str | None) -> Lister:
         nodes = core.list_node(_preload_content=False)
         return json.loads(pods.data)["items"], json.loads(nodes.data)["items"]
 
+    listed.server = api_client.configuration.host  # type: ignore[attr-defined]
     return listed
+
+
+_UNREACHABLE = (("refused", "it refused the connection"), ("resolution", "its host name does not resolve"),
+                ("not known", "its host name does not resolve"), ("nodename", "its host name does not resolve"),
+                ("timed out", "it did not answer in time"), ("timeout", "it did not answer in time"),
+                ("unreachable", "no route leads to it"), ("certificate", "its TLS certificate is not trusted"),
+                ("ssl", "the TLS handshake failed"))  # fmt: skip
+"""Words of urllib3's and the socket's errors → what they mean, in this project's words."""
+
+
+def failure_line(exc: BaseException, kubeconfig: str, server: str | None) -> str:
+    """One line for why the audit could not list, naming the file or the server, never urllib3's retry text."""
+    chain, current = [], exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = getattr(current, "reason", None) if isinstance(getattr(current, "reason", None),
+                                                                   BaseException) else current.__cause__
+    names = {type(e).__name__ for e in chain}
+    text = " ".join(str(e) for e in chain).lower()
+    if (isinstance(exc, OSError) and not server) or names & {"ConfigException", "ParserError", "ScannerError",
+                                                             "ComposerError", "ConstructorError"}:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0].rstrip(":")
+        return f"--kubeconfig {kubeconfig}: not a kubeconfig this audit can use ({first})"
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        verdict = "refused the credentials" if status in (401, 403) else "answered with an error"
+        return (f"--kubeconfig {kubeconfig}: the API server at {server} {verdict} (HTTP {status} "
+                f"{getattr(exc, 'reason', '')})")
+    if names & {"MaxRetryError", "NewConnectionError", "NameResolutionError", "ConnectTimeoutError", "ProtocolError",
+                "SSLError"} or any(isinstance(e, OSError) for e in chain):
+        why = next((meaning for word, meaning in _UNREACHABLE if word in text), "the connection failed")
+        return (f"--kubeconfig {kubeconfig}: the API server at {server or 'its server'} cannot be reached: {why}; "
+                "check that the cluster is up and that this machine can reach it")
+    return f"--kubeconfig {kubeconfig}: {type(exc).__name__}: {exc}".splitlines()[0]
 
 
 def render(result: Mapping[str, Any]) -> str:
@@ -64,10 +100,17 @@ def main(argv: Sequence[str] | None = None, lister: Lister | None = None) -> int
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
     namespaces = tuple(args.system_namespace or DEFAULT_SYSTEM_NAMESPACES)
+    if lister is None and not os.path.isfile(os.path.expanduser(args.kubeconfig)):
+        print(f"--kubeconfig {args.kubeconfig}: no such file; give the kubeconfig kubectl uses (`kubectl config view "
+              "--raw > FILE`)", file=sys.stderr)
+        return 2
+    server = None
     try:
-        pods, nodes = (lister or kube_lister(args.kubeconfig, args.context))()
-    except Exception as exc:  # no file, no such context, unreachable API: one line, exit 2
-        print(f"--kubeconfig {args.kubeconfig}: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        lister = lister or kube_lister(os.path.expanduser(args.kubeconfig), args.context)
+        server = getattr(lister, "server", None)
+        pods, nodes = lister()
+    except Exception as exc:  # not a kubeconfig, no such context, unreachable API: one line, exit 2
+        print(failure_line(exc, args.kubeconfig, server), file=sys.stderr)
         return 2
     result = audit.audit(pods, namespaces, nodes)
     print(json.dumps(result, sort_keys=True) if args.json else render(result))

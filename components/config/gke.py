@@ -3,6 +3,7 @@ GKE's own MPS or time-sharing."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
@@ -27,6 +28,9 @@ GkeSharing = Literal["kai", "mps", "time-sharing"]
 """Sharing systems on GKE: KAI with HAMi-core, or GKE's own MPS or time-sharing (the node pool's)."""
 GKE_NATIVE: tuple[GkeSharing, ...] = ("mps", "time-sharing")
 """Sharing that GKE's own device plugin does, set on the GPU node pool."""
+KAI_RESERVATION_NAMESPACE = "kai-resource-reservation"
+"""Where KAI v0.17.0 runs its reservation Pods: the chart's `global.resourceReservation.namespace`
+(tests/facts/charts/kai-scheduler-v0.17.0.json), which the chart creates and kai.py leaves unchanged."""
 
 
 class GkeChartSources(Settings):
@@ -104,6 +108,7 @@ class GkeStack(Stack):
         check_machine(self)
         super().check()
         check_gke_native(self)
+        check_kai_reservation(self)
         if self.guard.refuse_unprivileged_env:
             raise ConfigError(key("guard", "refuseUnprivilegedEnv"), "GKE's managed runtime has no NVIDIA toolkit to"
                               " configure: remove it (`pulumi config rm --path gpushare:guard.refuseUnprivilegedEnv`)")
@@ -156,10 +161,21 @@ def check_machine(cfg: GkeStack) -> None:
         raise ConfigError(key("gke", "zone"), zone_problem)
 
 
+def check_kai_reservation(cfg: GkeStack) -> None:
+    """KAI's chart owns its reservation namespace: a namespace of the stack there would be deleted under KAI."""
+    if cfg.sharing != "kai":
+        return
+    for full_key, namespace in cfg.namespaces().items():
+        if namespace == KAI_RESERVATION_NAMESPACE:
+            raise ConfigError(full_key, f"{namespace} is KAI Scheduler's own namespace for its reservation Pods (the "
+                                        "chart's global.resourceReservation.namespace); give this one a namespace of "
+                                        "its own such as gpushare-proof")
+
+
 def check_gke_native(cfg: GkeStack) -> None:
     """GKE's own sharing fixes the slice itself: refuse the verify settings that contradict it, with what works."""
-    if cfg.sharing not in GKE_NATIVE:
-        return
+    if cfg.sharing not in GKE_NATIVE or not cfg.verify.enabled:
+        return  # with the proof off nothing asks for memory: any client count GKE takes is fine
     clients, v = cfg.gke_sharing.max_shared_clients_per_gpu, cfg.verify
     if cfg.sharing == "mps":
         limits = mps_limits(cfg.card_mib, clients)
@@ -192,6 +208,10 @@ def check_gke_native(cfg: GkeStack) -> None:
             if value is not None:
                 raise ConfigError(key("verify", name), "time-sharing hands each Pod the whole card with no memory "
                                   "or compute limit, so there is none to ask for; remove it")
+        if round(cfg.hold_gib * 1024) > cfg.card_mib:
+            raise ConfigError(key("verify", "holdGiB"), f"{cfg.hold_gib:g} GiB is more than the whole card "
+                              f"({cfg.card_mib} MiB on {cfg.gpu_type}), which is all a time-shared Pod can get; set it "
+                              f"to at most {math.floor(cfg.card_mib / 1024 * 100) / 100:.2f} or leave it unset")
     if v.overcommit_mib is not None:
         raise ConfigError(key("verify", "overcommitMiB"), f"GKE's {cfg.sharing} counts Pods, not MiB: the "
                           f"over-commit Pod asks for one slot more than the {clients} × {cfg.gpu.per_node} slots of "

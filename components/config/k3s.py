@@ -52,6 +52,10 @@ class K3sStack(Stack):
         problem = guard_api_problem(self.guard.mode, self.server_version)
         if problem is not None:
             raise ConfigError(key(*self.server_version_key.split(".")), problem)
+        for label in sorted(self.hami.node_label):  # k3s hands them to its kubelet as --node-labels
+            problem = validate.kubelet_label_problem(label)
+            if problem:
+                raise ConfigError(key("hami", "nodeLabel", label), problem)
 
 
 class K3sVmStack(K3sStack):

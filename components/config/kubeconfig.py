@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from components.contracts.errors import InputError
 from components.contracts.settings import key
+from components.validate import file_problem, host_problem, may_hold_credential, quoted
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 """The directory `pulumi up` runs the program in: a relative chartSources path or kubeconfigPath is read from here."""
@@ -16,6 +18,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 PATH_KEY = key("cluster", "kubeconfigPath")
 TEXT_KEY = key("cluster", "kubeconfig")
 CONTEXT_KEY = key("cluster", "context")
+SECRET_SET = "pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config"
 
 
 class ConfigError(InputError):
@@ -24,18 +27,24 @@ class ConfigError(InputError):
 
 def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
     """The file at `path` (`~` expanded, relative to the project); a missing file is a ConfigError."""
-    file = Path(path).expanduser()
+    if may_hold_credential(path) or path.lstrip().startswith(("apiVersion", "{", "kind:")):
+        raise ConfigError(PATH_KEY, "holds a kubeconfig itself (not shown: it may hold a token), not the path to one; "
+                                    f"set the file as a secret instead: `{SECRET_SET}`, then `pulumi config rm --path "
+                                    f"{PATH_KEY}`")
+    file = Path(path).expanduser() if len(path) < 4096 else Path(path)
     file = file if file.is_absolute() else root / file
-    if not file.is_file():
-        raise ConfigError(PATH_KEY, f"no file at {file}; point it at your kubeconfig, or set it as a secret with "
-                                    "`pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`")
+    problem = file_problem(file)
+    if problem is not None:
+        raise ConfigError(PATH_KEY, f"{quoted(str(file))}: {problem}; point it at your kubeconfig, or set it as a "
+                                    f"secret with `{SECRET_SET}`")
     try:
         return file.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(PATH_KEY, f"{file} is not a text file; point it at the kubeconfig `kubectl` uses "
-                                    "(YAML)") from None
+        raise ConfigError(PATH_KEY, f"{quoted(str(file))} is not a text file; point it at the kubeconfig `kubectl` "
+                                    "uses (YAML)") from None
     except OSError as err:
-        raise ConfigError(PATH_KEY, f"{file} cannot be read ({err.strerror}); check its permissions") from None
+        raise ConfigError(PATH_KEY, f"{quoted(str(file))} cannot be read ({err.strerror}); check its "
+                                    "permissions") from None
 
 
 def _entries(doc: dict[str, Any], section: str, field: str, where: str, key_: str) -> dict[str, dict[str, Any]]:
@@ -70,16 +79,34 @@ def check_kubeconfig(text: str, context: str | None, key_: str) -> None:
         if not current:
             raise ConfigError(CONTEXT_KEY, f"the kubeconfig has no current-context; pick one of {names}")
         if current not in contexts:
-            raise ConfigError(CONTEXT_KEY, f"the kubeconfig's current-context {current!r} is not one of its "
+            raise ConfigError(CONTEXT_KEY, f"the kubeconfig's current-context {quoted(current)} is not one of its "
                                            f"contexts ({names}); set this to one of them")
         context = str(current)
     elif context not in contexts:
-        raise ConfigError(CONTEXT_KEY, f"{context!r} is not a context of the kubeconfig; it has {names}")
+        raise ConfigError(CONTEXT_KEY, f"{quoted(context)} is not a context of the kubeconfig; it has {names}")
     cluster = contexts[context].get("cluster")
     if cluster not in clusters:
-        raise ConfigError(key_, f"context {context!r} names cluster {cluster!r}, which the kubeconfig lacks; give "
-                                "the file `kubectl config view --raw` prints")
+        raise ConfigError(key_, f"context {quoted(context)} names cluster {quoted(cluster)}, which the kubeconfig "
+                                "lacks; give the file `kubectl config view --raw` prints")
     server = clusters[cluster].get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
-        raise ConfigError(key_, f"cluster {cluster!r} has no server URL (https://host:6443); give the file "
+        raise ConfigError(key_, f"cluster {quoted(cluster)} has no server URL (https://host:6443); give the file "
                                 "`kubectl config view --raw` prints")
+    problem = _server_problem(server)
+    if problem:
+        raise ConfigError(key_, f"cluster {quoted(cluster)}'s server {problem}; give the file `kubectl config view "
+                                "--raw` prints")
+
+
+def _server_problem(server: str) -> str | None:
+    """Why client-go could not dial `server` (a URL with a host and, if any, a real port), or None."""
+    try:
+        url = urlsplit(server)
+        port = url.port
+    except ValueError:
+        return f"{quoted(server)} has a port outside 1-65535 or a malformed host"
+    if not url.hostname:
+        return f"{quoted(server)} names no host (https://host:6443)"
+    if port == 0:
+        return f"{quoted(server)} has port 0"
+    return host_problem(url.hostname)

@@ -17,6 +17,7 @@ from components.config.k3s import ExistingHostStack, K3sVmStack
 from components.config.kubeconfig import ConfigError
 from components.config.shared import Stack
 from components.contracts.settings import NAMESPACE, alias, attribute_docs, key
+from components.validate import may_hold_credential, quoted
 
 StackConfig = Annotated[GkeStack | K3sVmStack | ExistingHostStack | ExistingStack, Field(discriminator="platform")]
 """A stack's whole config: one variant per platform."""
@@ -170,7 +171,13 @@ def first_error(err: ValidationError, variant: type[Stack]) -> ConfigError:
     if kind in ("int_parsing", "float_parsing") and e.get("input") in ("true", "false"):
         return ConfigError(full_key, f"{e['input']} is a yes/no, not a number; give a number")
     if kind == "value_error":
-        return ConfigError(full_key, str(ctx.get("error", e["msg"])).removeprefix("Value error, "))
+        message = str(ctx.get("error", e["msg"])).removeprefix("Value error, ")
+        given = e.get("input")
+        if isinstance(given, str) and repr(given) != quoted(given):  # a check that quoted it whole: cut or hide
+            message = message.replace(repr(given), quoted(given))
+        if isinstance(given, str) and may_hold_credential(given) and given in message:
+            message = "is not valid here, and looks like a credential, so it is not shown; see docs/configuration.md"
+        return ConfigError(full_key, message)
     if kind in messages:
         return ConfigError(full_key, messages[kind])
     return ConfigError(full_key, f"{shown} is not valid here; see `{full_key}` in the README's config reference")
@@ -198,8 +205,10 @@ def path_key(variant: type[BaseModel], loc: list[str | int]) -> str:
 def _shown(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return f"a {'list' if isinstance(value, list) else 'mapping'}"
-    text = repr(value) if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, str):
+        return quoted(value)
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "…"
 
 
 def _round(value: Any) -> str:

@@ -43,10 +43,12 @@ from components.sizing import (
     overcommit_mib,
     remaining_mib,
 )
-from components.validate import registry_port_problem
+from components.validate import file_problem, quoted, registry_port_problem
 from components.verify.settings import VerifyConfig
 from components.versions import kubernetes_release
 
+MAX_CARD_MIB = 256 * 1024
+"""More memory than any GPU has (a B200 has 180 GB): a figure above it is a typo, not a card."""
 MIN_LIMIT_MIB = 1024
 """The smallest memory limit the proof can show: a CUDA context alone takes a few hundred MiB, then the hold."""
 
@@ -56,8 +58,8 @@ class GpuConfig(Settings):
 
     type: Accelerator = "nvidia-tesla-t4"
     """The cards' accelerator type (GCE `acceleratorType`), or their model key in the GPU table."""
-    memory_mib: Count | None = Field(None, gt=0)
-    """MiB nvidia-smi reports per card; unset takes it from the GPU table."""
+    memory_mib: Count | None = Field(None, gt=0, le=MAX_CARD_MIB)
+    """MiB nvidia-smi reports per card (at most 262144, more than any GPU has); unset takes it from the GPU table."""
     per_node: Count = Field(1, ge=1, le=16)
     """Cards on each GPU node; above 1, HAMi's proof Pods share card 1 (its UUID read from the node at `pulumi up`),
     and GKE's sharing systems refuse it (docs/stacks.md, "Several cards per node")."""
@@ -195,7 +197,7 @@ def check_gpu(cfg: Stack) -> None:
     if cfg.gpu.memory_mib is None and cfg.gpu.type not in GPU_MODELS:
         raise ConfigError(
             key("gpu", "memoryMiB"),
-            f"GPU type {cfg.gpu.type!r} is not in the GPU table ({', '.join(sorted(GPU_MODELS))}); set "
+            f"GPU type {quoted(cfg.gpu.type)} is not in the GPU table ({', '.join(sorted(GPU_MODELS))}); set "
             "gpushare:gpu.memoryMiB to what nvidia-smi reports",
         )
 
@@ -206,8 +208,8 @@ def _at_most(mib: int) -> str:
 
 
 def check_slices(cfg: Stack) -> None:
-    if getattr(cfg, "sharing", None) in ("mps", "time-sharing"):
-        return  # GKE sets the slice from the clients per card (gke.check_gke_native)
+    if getattr(cfg, "sharing", None) in ("mps", "time-sharing") or not cfg.verify.enabled:
+        return  # GKE sets the slice from the clients per card (gke.check_gke_native); no proof, no slices
     card, slice_mib = cfg.card_mib, cfg.slice_mib
     if card < 2 * MIN_LIMIT_MIB:
         raise ConfigError(key("gpu", "memoryMiB"),
@@ -245,8 +247,8 @@ def least_slice_mib(cfg: Stack) -> int:
 
 def check_proof_numbers(cfg: Stack) -> None:
     """The proof's own numbers against the quota: the hold fits it, and the hold plus the extra does not."""
-    if getattr(cfg, "sharing", None) in ("mps", "time-sharing"):
-        return  # GKE's own sharing: MPS's limit is checked in gke.check_gke_native, time-sharing has none
+    if getattr(cfg, "sharing", None) in ("mps", "time-sharing") or not cfg.verify.enabled:
+        return  # GKE's own sharing: checked in gke.check_gke_native; with the proof off no numbers are used
     quota = cfg.quota_mib
     hold, extra = round(cfg.hold_gib * 1024), round(cfg.extra_gib * 1024)
     if hold > quota:
@@ -356,9 +358,10 @@ def check_chart_sources(cfg: Stack) -> None:
         directory = Path(source.path).expanduser()
         # Relative to the project directory, where `pulumi up` runs the program and Helm resolves the path.
         chart_file = (directory if directory.is_absolute() else PROJECT_ROOT / directory) / "Chart.yaml"
-        if not chart_file.is_file():
-            raise ConfigError(full_key, f"{chart_file} does not exist; unpack the chart there with `helm pull "
-                                        f"--untar --version {version}`")
+        problem = file_problem(chart_file)
+        if problem is not None:
+            raise ConfigError(full_key, f"{quoted(str(chart_file))}: {problem}; unpack the chart there with `helm "
+                                        f"pull --untar --version {version}`")
         try:
             meta = yaml.safe_load(chart_file.read_bytes().decode("utf-8"))
         except (UnicodeDecodeError, yaml.YAMLError, OSError):
@@ -385,7 +388,7 @@ def check_hami(cfg: Stack, hami: HamiConfig, server_version: str, server_version
         wanted = kubernetes_release(server_version)
         if hami.scheduler_image_tag != wanted:
             raise ConfigError(key("hami", "schedulerImageTag"),
-                              f"{hami.scheduler_image_tag!r} does not match the server version {server_version} "
+                              f"{quoted(hami.scheduler_image_tag)} does not match the server version {server_version} "
                               f"({server_version_key}); HAMi's kube-scheduler must run {wanted}: set it to {wanted} "
                               "or leave it unset")
     if hami.runtime_class_name == "nvidia" and cdi_enabled:

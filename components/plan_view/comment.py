@@ -48,8 +48,9 @@ def _stack_parts(stack: str, against: Path, graphs: bool) -> tuple[str, str]:
     diff = markdown.stack_diff(plan, golden_plan(stack, against), name)
     summary = diff.summary() if diff else f"{stack}: no golden plan `{name}` to compare with"
     if diff is not None and not diff.resources and not diff.outputs:
-        count = sum(1 for r in plan.resources if plan.kind(r) != "component")
-        section = "\n".join([f"<details><summary>{stack}: {count} resources</summary>", "", *names_only(plan),
+        # GitHub caps a comment: the count alone, the tree's first line has what it is made of
+        section = "\n".join([f"<details><summary>{stack}: {plan.count_text(parts=False)}</summary>", "",
+                              *names_only(plan),
                              "", "</details>"])
         return summary, section
     graph = ([f"<details><summary>dependency graph of <code>{stack}</code></summary>", "", "```mermaid",

@@ -172,8 +172,12 @@ def config_map(i: dict[str, Any]) -> list[Field]:
 
 
 def role(i: dict[str, Any]) -> list[Field]:
-    rules = [f"{', '.join(r.get('verbs') or [])} {', '.join(r.get('resources') or [])}"
-             + (f" ({', '.join(r['resourceNames'])})" if r.get("resourceNames") else "") for r in i.get("rules") or []]
+    """What a Role or ClusterRole may do: verbs on resources, or on API paths (`nonResourceURLs`: `get /version`)."""
+    rules = []
+    for r in i.get("rules") or []:
+        targets = [*(r.get("resources") or []), *(r.get("nonResourceURLs") or [])]
+        names = f" ({', '.join(r['resourceNames'])})" if r.get("resourceNames") else ""
+        rules.append(f"{', '.join(r.get('verbs') or [])} {', '.join(targets)}{names}")
     return [("name", _text(object_name(i))), ("may", "\n".join(rules) or "nothing")]
 
 

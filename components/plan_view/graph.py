@@ -12,11 +12,6 @@ AFTER_SHOWN = 6
 """An "after" list longer than this is cut, with a pointer to the full list in --json."""
 
 
-def kind_of(plan: Plan, resource: dict[str, Any]) -> str:
-    """`resource`, `component` or `provider`; by type token where the plan did not record it."""
-    return plan.kind(resource)
-
-
 @dataclass
 class Graph:
     """Parent/child and dependency relations of one plan, by resource name."""
@@ -48,12 +43,6 @@ class Graph:
 
     def kind(self, name: str) -> str:
         return self.kinds[name]
-
-    def counts(self) -> dict[str, int]:
-        counted = {"resource": 0, "component": 0, "provider": 0}
-        for r in self.plan.resources:
-            counted[kind_of(self.plan, r)] += 1
-        return counted
 
     def subtree(self, name: str) -> set[str]:
         return set(self._subtree(name))

@@ -12,7 +12,6 @@ from components.plan_view.fields import review_fields
 from components.plan_view.golden import FILE, from_lines, is_file_ref, sanitize
 from components.plan_view.graph import Graph
 from components.plan_view.model import Plan
-from components.plan_view.text import header
 from components.plan_view.unknowns import mask
 
 CELL_LIMIT = 120
@@ -134,7 +133,7 @@ def full_plan(plan: Plan, long_outputs: bool = True) -> list[str]:
     """The resource table (what to check on each) and the outputs."""
     graph = Graph(plan)
     lines = [
-        f"{header(plan).split(': ', 1)[1]}, planned under Pulumi's mock engine. "
+        f"{plan.count_text()}, planned under Pulumi's mock engine. "
         "Values a real preview cannot know yet read *(known after create)*, *(looked up in the cloud)* or "
         "*(read from the cluster at up)*.",
         "",

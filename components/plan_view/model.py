@@ -72,6 +72,29 @@ class Plan:
             return "provider"
         return "component" if resource["type"].startswith("gpushare:") else "resource"
 
+    def counts(self) -> dict[str, int]:
+        """The plan's one count, shown by every view: `resources` is everything the program registers (custom
+        resources, components, explicit providers), the length of the `resources` list; `pulumi preview` shows one
+        more "to create", the stack itself (pulumi pkg/engine/update.go:1365 counts every step, and isInternalStep
+        at :1480 leaves out only default providers)."""
+        counted = {"resources": len(self.resources), "resource": 0, "component": 0, "provider": 0}
+        for r in self.resources:
+            counted[self.kind(r)] += 1
+        return counted
+
+    def count_text(self, parts: bool = True) -> str:
+        """`43 resources (33 custom, 9 components, 1 provider)`: the count and, with `parts`, what it is made of."""
+        counts = self.counts()
+
+        def n(count: int, noun: str) -> str:
+            return f"{count} {noun}{'' if count == 1 else 's'}"
+
+        whole = n(counts["resources"], "resource")
+        if not parts:
+            return whole
+        return (f"{whole} ({counts['resource']} custom, {n(counts['component'], 'component')}, "
+                f"{n(counts['provider'], 'provider')})")
+
     def find(self, type_: str, name: str | None = None) -> list[dict[str, Any]]:
         """Resources of a type (the full token), optionally of one name."""
         return [r for r in self.resources if r["type"] == type_ and (name is None or r["name"] == name)]

@@ -22,13 +22,7 @@ WIDTH = 120
 
 
 def header(plan: Plan) -> str:
-    counts = Graph(plan).counts()
-
-    def n(count: int, noun: str) -> str:
-        return f"{count} {noun}{'' if count == 1 else 's'}"
-
-    return (f"stack {plan.stack}: {n(counts['resource'], 'resource')}, {n(counts['component'], 'component')}, "
-            f"{n(counts['provider'], 'provider')}")
+    return f"stack {plan.stack}: {plan.count_text()}"
 
 
 def _shape(value: Any) -> str:

@@ -9,7 +9,7 @@ MPS clients of a control daemon it starts and stops. `compare` runs HAMi-core an
   python -m components.verify.host cluster --expect cluster.expect.json --lib ./libvgpu.so --out results/
   python -m components.verify.host compare --expect cluster.expect.json --lib ./libvgpu.so --out results/
 
-Exit 0 when every check a host can run passed, 1 when one failed, 2 on bad input.
+Exit 0 when every check a host can run passed, 1 when one failed, 2 on bad input or a host without a GPU.
 """
 
 from __future__ import annotations
@@ -48,6 +48,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     stack = args.compare_stack if args.stack == "compare" else args.stack
+    gpu = {} if args.write_expect else card()
+    if "error" in gpu:  # said once, before planning, rather than by every check that then has nothing to measure
+        reason = (str(gpu["error"]).splitlines() or ["no answer"])[0]
+        print(f"error: this host has no NVIDIA GPU the proof can use (nvidia-smi: {reason}); run it on a GPU host "
+              "with the driver installed", file=sys.stderr)
+        return 2
     try:
         host = expectation.load(args.expect) if args.expect else expectation.host_plan(stack, args.config)
     except Exception as exc:  # a bad file or a config the plan refuses: one line, exit 2
@@ -70,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup = "mps" if args.mps else ("hami-core" if args.lib else "bare")
     options = HostOptions(setup=setup, workdir=workdir, lib=os.path.abspath(args.lib) if args.lib else None,
                           hold_seconds=args.hold_seconds, compute_seconds=args.compute_seconds,
-                          stagger_seconds=args.stagger, gpu_uuid=card().get("uuid"))  # fmt: skip
+                          stagger_seconds=args.stagger, gpu_uuid=gpu.get("uuid"))  # fmt: skip
     if args.stack == "compare":
         compare(host, options, out or workdir)
         return 0
