@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from components.verify.host import expectation
 from components.verify.host.proof import HostOptions, pod_env, prove
 from components.verify.host.runner import STRIPPED_ENV, clean_env, mps_client_env
 from tests.helpers import real_fixtures, recorded
-from tests.helpers.probes import PROBES
+from tests.helpers.probes import ROOT, module_argv
 
 REAL = real_fixtures.REAL
 
@@ -183,8 +182,8 @@ def test_the_h200_run_without_the_library_fails_memory_and_compute_saying_it_is_
 def test_recorded_outputs_have_exactly_the_keys_the_probes_print(probe: str, tmp_path: Path) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
     extra = ["--baseline", "none"] if probe == "compute" else []
-    argv = [sys.executable, str(PROBES / f"{probe}.py"), "--json", *extra]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(module_argv(probe, "--json", *extra), env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
     printed = json.loads(done.stdout.splitlines()[-1])
     for record in ("cluster-hami-core", "cluster-mps", "cluster-bare", "gke-hami-core", "k3s-hami-core"):
         for pod, outputs in real_fixtures.real_outputs(record).items():

@@ -129,7 +129,7 @@ def test_memory_probe_command_carries_the_expectation(plans: dict[str, Plan]) ->
                                                                           "2,3,3.8,4,4.5,6"))
     for stack, contract, hold, extra, sweep in cases:
         argv = memory_argv(plans[stack], "pod-b")
-        assert argv[:3] == ["python3", "/gpushare/memory.py", "--json"]
+        assert argv[:4] == ["python3", "-m", "incluster.memory", "--json"]
         assert flag(argv, "--expect-limit-mib") == str(contract.visible_mib)
         assert flag(argv, "--hold-mib") == hold
         assert flag(argv, "--keep-holding") == hold
@@ -145,8 +145,8 @@ def test_pod_a_runs_the_compute_baseline_first_when_cores_are_set(plans: dict[st
     command = container(plans["cluster"], "pod-a")["command"]
     assert command[:2] == ["/bin/sh", "-c"]
     compute, memory = command[2].split("; exec ", 1)
-    assert compute.startswith("python3 /gpushare/compute.py --json --seconds 20 --baseline")
-    assert memory.startswith("python3 /gpushare/memory.py")
+    assert compute.startswith("python3 -m incluster.compute --json --seconds 20 --baseline")
+    assert memory.startswith("python3 -m incluster.memory")
     # Only A measures compute: B would compete for the SMs and spoil both numbers.
     assert container(plans["cluster"], "pod-b")["command"][0] == "python3"
     assert container(plans["k3s"], "pod-a")["command"][0] == "python3"
@@ -189,19 +189,21 @@ def test_whole_gpu_pod_only_on_gke_waited_for_before_the_slices(plans: dict[str,
 def test_probe_configmap_holds_the_probe_files_mounted_read_only(plans: dict[str, Plan]) -> None:
     cm = plans["k3s"].one("kubernetes:core/v1:ConfigMap", f"{PREFIX}-probes")
     folder = Path(incluster.__file__).parent
-    expected = {p.name: p.read_text() for p in folder.glob("*.py") if p.name != "__init__.py"}
-    assert cm["inputs"]["data"] == expected
-    assert {"memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "expectation.py", "kube.py"} <= set(
-        expected
-    )
+    expected = {p.name: p.read_text() for p in folder.glob("*.py")}
+    assert cm["inputs"]["data"] == expected  # __init__.py too: the mounted folder is the package
+    assert {"__init__.py", "memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "expectation.py",
+            "kube.py"} <= set(expected)  # fmt: skip
     spec = pod(plans["k3s"], "pod-a")["inputs"]["spec"]
     assert spec["volumes"][0]["configMap"]["name"] == cm["inputs"]["metadata"]["name"]
-    assert spec["containers"][0]["volumeMounts"] == [{"name": "probes", "mountPath": "/gpushare", "readOnly": True}]
+    assert spec["containers"][0]["volumeMounts"] == [
+        {"name": "probes", "mountPath": "/opt/gpushare/incluster", "readOnly": True}]  # fmt: skip
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert env["PYTHONPATH"] == "/opt/gpushare"  # so `python3 -m incluster.memory` imports the mounted package
 
 
 def test_probe_files_are_refused_without_the_memory_probes_findings_module(monkeypatch: pytest.MonkeyPatch) -> None:
     files = {k: v for k, v in incluster.files().items() if k != "memory_findings.py"}
-    assert "from memory_findings import" in files["memory.py"]  # the memory probe cannot start without it
+    assert "from .memory_findings import" in files["memory.py"]  # the memory probe cannot start without it
     monkeypatch.setattr(incluster, "files", lambda: files)
     with pytest.raises(FileNotFoundError, match=r"memory_findings\.py"):
         workloads.probe_files()

@@ -7,39 +7,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_rule import (
-        COMPUTE_TOLERANCE,
-        MIN_COMPUTE_SECONDS,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        library_mapped,
-        not_ok,
-        preloaded,
-        verdict,
-    )
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation
-except ImportError:  # mounted flat in a Pod
-    from check_rule import (  # type: ignore[no-redef]
-        COMPUTE_TOLERANCE,
-        MIN_COMPUTE_SECONDS,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        library_mapped,
-        not_ok,
-        preloaded,
-        verdict,
-    )
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-
+from .check_rule import (
+    COMPUTE_TOLERANCE,
+    MIN_COMPUTE_SECONDS,
+    Check,
+    Judgement,
+    Rule,
+    enforces_nothing,
+    library_absent,
+    library_mapped,
+    not_ok,
+    preloaded,
+    verdict,
+)
+from .evidence import Evidence, probe_error
+from .expectation import Expectation
 
 # ---------------------------------------------------------------- compute-limited
 

@@ -8,17 +8,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_rule import MIB, Check, Judgement, Rule, env_problems, verdict
-    from .evidence import Evidence
-    from .expectation import Expectation
-    from .parse import parse_metrics
-except ImportError:  # mounted flat in a Pod
-    from check_rule import MIB, Check, Judgement, Rule, env_problems, verdict  # type: ignore[no-redef]
-    from evidence import Evidence  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_metrics  # type: ignore[no-redef]
-
+from .check_rule import MIB, Check, Judgement, Rule, env_problems, verdict
+from .evidence import Evidence
+from .expectation import Expectation
+from .parse import parse_metrics
 
 # ---------------------------------------------------------------- monitor-metrics
 

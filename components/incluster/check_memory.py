@@ -7,39 +7,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
-    from .check_rule import (
-        MAX_CONTEXT_OVERHEAD_MIB,
-        SEARCH_STEP_MIB,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        not_ok,
-        verdict,
-    )
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation
-    from .parse import timestamp
-except ImportError:  # mounted flat in a Pod
-    from check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems  # type: ignore[no-redef]
-    from check_rule import (  # type: ignore[no-redef]
-        MAX_CONTEXT_OVERHEAD_MIB,
-        SEARCH_STEP_MIB,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        not_ok,
-        verdict,
-    )
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import timestamp  # type: ignore[no-redef]
-
+from .check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
+from .check_rule import (
+    MAX_CONTEXT_OVERHEAD_MIB,
+    SEARCH_STEP_MIB,
+    Check,
+    Judgement,
+    Rule,
+    enforces_nothing,
+    library_absent,
+    not_ok,
+    verdict,
+)
+from .evidence import Evidence, probe_error
+from .expectation import Expectation
+from .parse import timestamp
 
 # ---------------------------------------------------------------- memory-enforced
 

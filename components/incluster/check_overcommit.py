@@ -8,17 +8,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_rule import Check, Judgement, Rule, verdict
-    from .evidence import DEFAULT_ALLOCATION_ANNOTATION, Evidence
-    from .expectation import Expectation
-    from .parse import parse_allocation, timestamp
-except ImportError:  # mounted flat in a Pod
-    from check_rule import Check, Judgement, Rule, verdict  # type: ignore[no-redef]
-    from evidence import DEFAULT_ALLOCATION_ANNOTATION, Evidence  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_allocation, timestamp  # type: ignore[no-redef]
-
+from .check_rule import Check, Judgement, Rule, verdict
+from .evidence import DEFAULT_ALLOCATION_ANNOTATION, Evidence
+from .expectation import Expectation
+from .parse import parse_allocation, timestamp
 
 # ---------------------------------------------------------------- overcommit-rejected
 

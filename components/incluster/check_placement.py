@@ -7,26 +7,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-try:
-    from .check_rule import (
-        MAX_CONTEXT_OVERHEAD_MIB,
-        Check,
-        Judgement,
-        Rule,
-        env_problems,
-        env_text,
-        everywhere,
-        verdict,
-    )
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation
-    from .parse import parse_allocation, parse_node_register, parse_nvidia_smi_memory
-except ImportError:  # mounted flat in a Pod
-    from check_rule import MAX_CONTEXT_OVERHEAD_MIB, Check, Judgement, Rule, env_problems, env_text, everywhere, verdict  # type: ignore[no-redef]
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_allocation, parse_node_register, parse_nvidia_smi_memory  # type: ignore[no-redef]
-
+from .check_rule import (
+    MAX_CONTEXT_OVERHEAD_MIB,
+    Check,
+    Judgement,
+    Rule,
+    env_problems,
+    env_text,
+    everywhere,
+    verdict,
+)
+from .evidence import Evidence, probe_error
+from .expectation import Expectation
+from .parse import parse_allocation, parse_node_register, parse_nvidia_smi_memory
 
 # ---------------------------------------------------------------- same-gpu
 

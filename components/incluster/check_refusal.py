@@ -12,16 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
-    from .evidence import Evidence
-    from .expectation import Expectation
-    from .parse import parse_oom_lines
-except ImportError:  # mounted flat in a Pod
-    from check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB  # type: ignore[no-redef]
-    from evidence import Evidence  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_oom_lines  # type: ignore[no-redef]
+from .check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
+from .evidence import Evidence
+from .expectation import Expectation
+from .parse import parse_oom_lines
 
 OUT_OF_MEMORY = "CUDA_ERROR_OUT_OF_MEMORY"
 """What cuMemAlloc returns when HAMi-core (or MPS's pinned limit) refuses; any other error is something else."""

@@ -8,12 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-try:
-    from .evidence import Evidence, probe_error
-    from .expectation import MECHANISMS, Expectation
-except ImportError:  # mounted flat in a Pod
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import MECHANISMS, Expectation  # type: ignore[no-redef]
+from .evidence import Evidence, probe_error
+from .expectation import MECHANISMS, Expectation
 
 MIB = 1 << 20
 COMPUTE_TOLERANCE = 0.1

@@ -16,20 +16,12 @@ says which pairs each one compares). Standard library only.
 
 from __future__ import annotations
 
-try:
-    from .check_compute import COMPUTE_LIMITED
-    from .check_library import MONITOR_METRICS, PRELOAD_MECHANISM
-    from .check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
-    from .check_overcommit import OVERCOMMIT_REJECTED
-    from .check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION
-    from .check_rule import Check
-except ImportError:  # mounted flat in a Pod
-    from check_compute import COMPUTE_LIMITED  # type: ignore[no-redef]
-    from check_library import MONITOR_METRICS, PRELOAD_MECHANISM  # type: ignore[no-redef]
-    from check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION  # type: ignore[no-redef]
-    from check_overcommit import OVERCOMMIT_REJECTED  # type: ignore[no-redef]
-    from check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION  # type: ignore[no-redef]
-    from check_rule import Check  # type: ignore[no-redef]
+from .check_compute import COMPUTE_LIMITED
+from .check_library import MONITOR_METRICS, PRELOAD_MECHANISM
+from .check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
+from .check_overcommit import OVERCOMMIT_REJECTED
+from .check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION
+from .check_rule import Check
 
 CHECKS: tuple[Check, ...] = (
     SAME_GPU,

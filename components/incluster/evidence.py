@@ -10,12 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .expectation import Expectation
-    from .parse import oom_processes, parse_allocation, probe_results, timestamp
-except ImportError:  # mounted flat in a Pod
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import oom_processes, parse_allocation, probe_results, timestamp  # type: ignore[no-redef]
+from .expectation import Expectation
+from .parse import oom_processes, parse_allocation, probe_results, timestamp
 
 CLOCK_SKEW_SECONDS = 5.0
 """How far a node's clock (the probe's started_at) may run behind the API server's (the Pod's creationTimestamp)."""

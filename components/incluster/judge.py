@@ -9,20 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from . import escape
-    from .check_rule import library_mapped, preloaded
-    from .checks import REGISTRY
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation, PodTry
-    from .parse import probe_results
-except ImportError:  # mounted flat in a Pod
-    import escape  # type: ignore[no-redef]
-    from check_rule import library_mapped, preloaded  # type: ignore[no-redef]
-    from checks import REGISTRY  # type: ignore[no-redef]
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation, PodTry  # type: ignore[no-redef]
-    from parse import probe_results  # type: ignore[no-redef]
+from . import escape
+from .check_rule import library_mapped, preloaded
+from .checks import REGISTRY
+from .evidence import Evidence, probe_error
+from .expectation import Expectation, PodTry
+from .parse import probe_results
 
 FINDING_KEYS = ("id", "tried", "observed", "bypassed", "why")
 """Every finding carries these (`why` only when `bypassed` is null); `pod` and `probe` say where it came from."""

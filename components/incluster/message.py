@@ -17,12 +17,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .expectation import Expectation
-    from .judge import planned_checks
-except ImportError:  # mounted flat in a Pod
-    from expectation import Expectation  # type: ignore[no-redef]
-    from judge import planned_checks  # type: ignore[no-redef]
+from .expectation import Expectation
+from .judge import planned_checks
 
 LIMIT_BYTES = 4096
 """Kubernetes keeps at most 4096 bytes of a container's termination message."""

@@ -1,6 +1,6 @@
 """The in-cluster verifier: reads the proof from the API server, judges it, writes the verdict.
 
-Standard library only (its API client is kube.py), run as `python3 /gpushare/verifier.py` in a slim Python
+Standard library only (its API client is kube.py), run as `python3 -m incluster.verifier` in a slim Python
 image with a read-only ServiceAccount. It waits (until the expectation's deadline) for every proof Pod's probe
 JSON, gives the over-commit Pod time to be (not) scheduled, then reads Pods, their logs and events,
 their nodes, and the node-local monitor's metrics through the API server's Pod proxy. It prints the
@@ -28,21 +28,11 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-try:
-    from . import audit, judge, message
-    from .evidence import HAMI_BIND_ANNOTATIONS
-    from .expectation import Expectation
-    from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
-    from .parse import probe_results
-except ImportError:  # mounted flat in a Pod and run as a script
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import audit  # type: ignore[no-redef]
-    import judge  # type: ignore[no-redef]
-    import message  # type: ignore[no-redef]
-    from evidence import HAMI_BIND_ANNOTATIONS  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError  # type: ignore[no-redef]
-    from parse import probe_results  # type: ignore[no-redef]
+from . import audit, judge, message
+from .evidence import HAMI_BIND_ANNOTATIONS
+from .expectation import Expectation
+from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
+from .parse import probe_results
 
 DEFAULTS = {
     "GPUSHARE_API_URL": IN_CLUSTER_URL,
