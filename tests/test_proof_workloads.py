@@ -296,7 +296,7 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
     # lifted, as the run did.
     real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core-staggered" / "evidence.json"
     recorded = json.loads(real.read_text())["gpu-slice-a"]
-    compute, memory = recorded["compute"], {"probe": "memory", "gpu_uuid": recorded["memory"]["gpu_uuid"]}
+    compute, memory = recorded["compute"], recorded["memory"]
     evidence = {
         "pods": {
             "gpushare-proof-a": {"phase": "Running", "logs": json.dumps(compute) + "\n" + json.dumps(memory) + "\n"},

@@ -99,6 +99,11 @@ class Expectation:
     """The GPU software's own namespaces: the GPU audit's `system` class (audit.py)."""
     host_proof: bool = False
     """Judged on a GPU host's processes, not Pods: there is no Pod spec, so no Pod annotation is read (KAI's ask)."""
+    provenance: bool = False
+    """Each proof and try Pod carries its own identity (downward API: name, UID, namespace, node) and its probes
+    print it with their pids, and the verifier watched the over-commit Pod at every poll: the judge ties every
+    result, OOM line and try to the Pod the API server names. Every plan and host proof sets it; a record from
+    before it (no such key) is judged without these ties."""
 
     @property
     def limit_mib(self) -> float:
