@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ def _judged(record: str, stack: dict[str, Any], mechanism: str = "hami-core") ->
     evidence = {"pods": {pod: {"phase": "Succeeded", "nodeName": "h200", "logs": real_fixtures.probe_log(out)}
                          for pod, out in outputs.items()}}  # fmt: skip
     expect = expectation.host_expect(stack["expect"], mechanism, stack["expect"]["limitEnv"])
+    expect = replace(expect, provenance=False)  # recorded before the probes printed their Pod
     return {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
 
 
@@ -135,7 +137,7 @@ def test_a_kai_pod_in_a_cluster_without_its_gpu_memory_ask_still_fails_same_gpu(
 
 def test_a_kai_host_proof_judges_same_gpu_on_the_uuids_and_says_the_ask_was_not_run_on_a_host() -> None:
     raw, evidence = _kai_pods_without_annotations()
-    host = expectation.host_expect(raw, "hami-core", raw["limitEnv"])
+    host = replace(expectation.host_expect(raw, "hami-core", raw["limitEnv"]), provenance=False)  # recorded before it
     held = next(c for c in judge.judge(host, evidence)["checks"] if c["id"] == "same-gpu")
     assert host.host_proof and held["passed"] is True, held["observed"]
     assert "gpu-memory ask: not run on a host" in held["evidence"]
@@ -187,8 +189,9 @@ def test_recorded_outputs_have_exactly_the_keys_the_probes_print(probe: str, tmp
     printed = json.loads(done.stdout.splitlines()[-1])
     for record in ("cluster-hami-core", "cluster-mps", "cluster-bare", "gke-hami-core", "k3s-hami-core"):
         for pod, outputs in real_fixtures.real_outputs(record).items():
-            if probe in outputs:
-                assert set(outputs[probe]) == set(printed), (record, pod)
+            if probe in outputs:  # recorded before the probes printed their Pod (`pod`, provenance.block)
+                assert set(outputs[probe]) == set(printed) - {"pod"}, (record, pod)
+    assert set(printed["pod"]) == {"name", "uid", "namespace", "node", "pid", "children"}
 
 
 def test_the_judges_fixtures_carry_the_recorded_probe_output() -> None:
@@ -211,7 +214,8 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
             for result in out.values():
                 result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
         logs = {p: {"phase": "Succeeded", "logs": real_fixtures.probe_log(o)} for p, o in outputs.items()}
-        verdict = judge.judge(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), {"pods": logs})
+        judged = replace(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), provenance=False)
+        verdict = judge.judge(judged, {"pods": logs})  # recorded before the probes printed their Pod
         verdict = {**verdict, "notRunOnHost": {}, "stack": "cluster", "setup": mech, "card": {"mib": 143771}}
         (record_dir / f"cluster-{mech}").mkdir(parents=True)
         (record_dir / f"cluster-{mech}" / "verdict.json").write_text(json.dumps(verdict))

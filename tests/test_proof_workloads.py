@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def container(plan: Plan, role: str) -> dict[str, Any]:
 
 
 def env(plan: Plan, role: str) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in container(plan, role)["env"]}
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(plan, role)["env"]}
 
 
 def flag(argv: list[str], name: str) -> str:
@@ -291,7 +292,8 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
             if e["name"] == "GPUSHARE_EXPECT"
         )
     )
-    assert expect.compute_pods == ("gpushare-proof-a",)
+    assert expect.compute_pods == ("gpushare-proof-a",) and expect.provenance is True
+    expect = replace(expect, provenance=False)  # the recorded output is from before the probes printed their Pod
     # The H200's output, unedited (its Pod's name then): the run whose baseline ran under the library with its limit
     # lifted, as the run did.
     real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core-staggered" / "evidence.json"
@@ -305,3 +307,18 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
     }
     checks = {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
     assert checks["compute-limited"]["passed"] is True, checks["compute-limited"]["observed"]
+
+
+def test_every_pod_that_runs_a_probe_is_given_its_own_name_uid_namespace_and_node(plans: dict[str, Plan]) -> None:
+    downward = {"GPUSHARE_POD_NAME": "metadata.name", "GPUSHARE_POD_UID": "metadata.uid",
+                "GPUSHARE_POD_NAMESPACE": "metadata.namespace", "GPUSHARE_NODE_NAME": "spec.nodeName"}  # fmt: skip
+    probing = [r for r in plans["k3s"].resources if r["type"] == POD and "volumes" in r["inputs"]["spec"]
+               and r["inputs"]["metadata"]["name"] != "gpushare-verifier"]  # fmt: skip
+    assert {r["inputs"]["metadata"]["name"] for r in probing} >= {"gpushare-proof-a", "gpushare-proof-b"}
+    assert any("-try-" in r["inputs"]["metadata"]["name"] for r in probing)
+    for resource in probing:
+        env = {e["name"]: e for e in resource["inputs"]["spec"]["containers"][0]["env"]}
+        for name, path in downward.items():
+            assert env[name] == {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}, resource["name"]
+    over = plans["k3s"].one(POD, f"{PREFIX}-overcommit")["inputs"]["spec"]["containers"][0]["env"]
+    assert not {e["name"] for e in over} & set(downward)  # it runs no probe: nothing to tie

@@ -85,6 +85,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         allocation_annotation=proof.allocation_annotation,
         pod_tries=tuple(PodTry(t.id, try_pod_name(v.pod_prefix, t.id), t.tried) for t in pod_tries(cfg, proof)),
         system_namespaces=system_namespaces(cfg),
+        provenance=True,  # the workloads give each probe its Pod (downward API); the verifier watches the over-commit
     )  # fmt: skip
 
 

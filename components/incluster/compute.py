@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from . import provenance
 from ._cuda import (
     Cuda,
     ProbeError,
@@ -355,7 +356,7 @@ def run_child(argv_tail: Sequence[str], env_overrides: Mapping[str, str], timeou
         child = {}
     if not child:
         return {"ok": False, "error": f"child exited {done.returncode}: {done.stderr[-300:]}"}
-    return child
+    return dict(provenance.note_child(child))
 
 
 def read_baseline(
@@ -448,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["error"] = str(exc)
     except Exception as exc:  # a probe reports, never crashes: the verifier needs the JSON
         result["error"] = f"{type(exc).__name__}: {exc}"
-    result["ended_at"] = now_iso()
+    result["ended_at"], result["pod"] = now_iso(), provenance.block(log)
     if not result["ok"]:
         log(f"error: {result['error']}")
     if args.json:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import provenance
 from ._cuda import (
     MIB,
     Cuda,
@@ -361,6 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             result["keep_holding_error"] = err
     result["ended_at"] = now_iso()
+    result["pod"] = provenance.block(log)
     log(f"limit_enforced: {result['limit_enforced']}" if result["ok"] else f"error: {result['error']}")
     if args.json:
         print(json.dumps(result, separators=(",", ":")), flush=True)

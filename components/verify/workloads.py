@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
+from components.incluster import provenance
 
 REQUIRED_FILES = ("__init__.py", "memory.py", "memory_findings.py", "compute.py", "verifier.py", "judge.py",
                   "checks.py", "kube.py")  # fmt: skip
@@ -167,6 +168,12 @@ def _volume(config_map_name: pulumi.Input[str]) -> dict[str, Any]:
 _MOUNT = {"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}
 
 
+def downward_env() -> list[dict[str, Any]]:
+    """The Pod's own name, UID, namespace and node, from the downward API: what its probe prints as provenance."""
+    return [{"name": provenance.ENV[key], "valueFrom": {"fieldRef": {"fieldPath": path}}}
+            for key, path in provenance.FIELD_PATHS.items()]  # fmt: skip
+
+
 def proof_pod_spec(
     request: SliceRequest,
     *,
@@ -185,6 +192,8 @@ def proof_pod_spec(
         "command": command,
         "env": [{"name": k, "value": v} for k, v in env.items()],
     }
+    if config_map_name is not None:  # a probe runs: it prints the Pod it ran in, as the API server names it
+        container["env"] += downward_env()
     if config_map_name is not None:
         container["volumeMounts"] = [_MOUNT]
         # Ready only once the probe wrote its ready file, which it does only when its checks passed.

@@ -145,6 +145,7 @@ def host_expect(
         "nodeMemoryLabel": None,
         "computePods": list(expect.get("pods") or []) if expect.get("coresPercent") is not None else [],
         "hostProof": True,  # processes, not Pods: no Pod annotation to read
+        "provenance": True,  # each process-Pod gets its identity and a Pod object (proof.identities, pod_object)
     }
     for key in CLUSTER_ONLY_PARTS:
         wire[key] = [] if key == "podTries" else None
