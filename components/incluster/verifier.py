@@ -353,8 +353,12 @@ def main(
         result = judge.failed_verdict(expect, reason)
     print(message.log_line(result), flush=True)  # the whole verdict: what a cut termination message's digest names
     try:
+        text = message.encode(result)
+    except Exception as exc:  # a verdict that cannot be written is itself a verdict: every check failed, why
+        text = message.encode(judge.failed_verdict(expect, f"the verdict could not be encoded: {exc!r}"))
+    try:
         with open(setting["GPUSHARE_TERMINATION_LOG"], "w", encoding="utf-8") as handle:
-            handle.write(message.encode(result))
+            handle.write(text)
     except OSError as exc:
         print(f"could not write the termination message: {exc}", file=sys.stderr)
         return 2
