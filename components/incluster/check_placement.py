@@ -85,7 +85,7 @@ def _same_gpu(rec: Record) -> Judgement:
                 problems.append(f"{annotation} of Pod {name} allocates {sizes} MiB, the slice is {e.slice_mib} MiB")
             limit = (results.get(name) or {}).get("env", {}).get("CUDA_DEVICE_SM_LIMIT")
             cores = sorted({d["cores"] for d in allocated[name]})
-            if e.mechanism == "hami-core" and limit not in (None, "") and cores != [int(limit)]:
+            if e.mechanism == "hami-core" and limit not in (None, "") and [str(c) for c in cores] != [limit]:
                 problems.append(f"{annotation} of Pod {name} allocates {cores}% of the cores, its env says"
                                 f" CUDA_DEVICE_SM_LIMIT={limit}: the allocation and the limit disagree")  # fmt: skip
     seen = [
