@@ -248,3 +248,13 @@ def test_a_watch_that_runs_backwards_fails_the_overcommit_check() -> None:
     watch[0]["at"], watch[-1]["at"] = watch[-1]["at"], watch[0]["at"]
     found = next(c for c in judge.judge(expect, evidence)["checks"] if c["id"] == "overcommit-rejected")
     assert found["passed"] is False and "the watch runs backwards" in found["observed"]
+
+
+def test_the_verification_page_names_every_invariant_and_what_each_check_reads() -> None:
+    from components.incluster.checks import CHECKS
+
+    text = (ROOT / "docs" / "verification.md").read_text()
+    names = {i.name for schema in (MEMORY, COMPUTE, POD) for i in invariants(schema)}
+    assert [n for n in sorted(names) if f"`{n}`" not in text] == []
+    table = text[text.index("**Which check reads which part**"):]
+    assert [c.id for c in CHECKS if f"`{c.id}`" not in table.split("\n\n")[1]] == []

@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .check_rule import Check, Judgement, Rule, verdict
-from .evidence import DEFAULT_ALLOCATION_ANNOTATION, HAMI_BIND_ANNOTATIONS
+from .evidence import HAMI_BIND_ANNOTATIONS
 from .expectation import Expectation
-from .parse import parse_allocation
 from .record import Record
 from .strict import instant
 
@@ -71,12 +70,10 @@ def _other_tenants(rec: Record, card: str | None) -> tuple[int, list[str]]:
     e = rec.expect
     ours = {(e.namespace, n) for n in (*e.pods, e.overcommit_pod) if n}
     held, names = 0, []
-    annotation = e.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION
     for key, pod in sorted(rec.quota_pods.items()):
         if (pod.get("namespace") or e.namespace, pod.get("name") or key) in ours:
             continue
-        mib = sum(d["memMiB"] for d in parse_allocation((pod.get("annotations") or {}).get(annotation))
-                  if d["uuid"] == card)  # fmt: skip
+        mib = sum(d["memMiB"] for d in rec.quota_allocated(key) if d["uuid"] == card)
         if mib:
             held += mib
             names.append(f"{pod.get('namespace') or e.namespace}/{pod.get('name') or key} ({mib} MiB)")

@@ -52,6 +52,7 @@ class Record:
         self._metrics_text: dict[str, str] = {}
         self._samples: dict[str, list[tuple[str, dict[str, str], float]]] = {}
         self._allocated: dict[str, list[dict[str, Any]]] = {}
+        self._quota_allocated: dict[str, list[dict[str, Any]]] = {}
         self._registered: dict[str, list[dict[str, Any]]] = {}
         if not isinstance(evidence, Mapping):
             self._refuse("evidence", NotJudgeable("evidence", f"{shown(evidence)} is not an object"))
@@ -219,6 +220,12 @@ class Record:
                 self._allocated[name] = parse_allocation((self.pods[name].get("annotations") or {}).get(annotation))
             except ValueError as exc:
                 self._refuse(f"pod:{name}", NotJudgeable(f"pods.{name}.annotations.{annotation}", str(exc)))
+        for key, pod in self.quota_pods.items():
+            annotation = e.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION
+            try:
+                self._quota_allocated[key] = parse_allocation((pod.get("annotations") or {}).get(annotation))
+            except ValueError as exc:
+                self._refuse("quota-pods", NotJudgeable(f"quotaPods.{key}.annotations.{annotation}", str(exc)))
         reg = e.node_registration
         for node, obj in self.nodes.items():
             if reg is None:
@@ -328,6 +335,10 @@ class Record:
     def allocated(self, name: str) -> list[dict[str, Any]]:
         """The devices the scheduler's allocation annotation gives Pod `name` (parsed once, in _parse_derived)."""
         return self._allocated.get(name) or []
+
+    def quota_allocated(self, key: str) -> list[dict[str, Any]]:
+        """The devices the allocation annotation gives quota Pod `key` (`namespace/name`)."""
+        return self._quota_allocated.get(key) or []
 
     def registered(self, node: str) -> list[dict[str, Any]] | None:
         """The cards HAMi's node registration lists (None: no registration expected or node not read)."""
