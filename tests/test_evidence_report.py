@@ -94,6 +94,16 @@ def test_one_look_at_the_overcommit_pod_is_not_a_watch() -> None:
     failed(expect, evidence, "watched 1 times")
 
 
+def test_reads_while_the_proof_pods_were_starting_are_before_the_window_not_against_it() -> None:
+    expect, evidence = tied("cluster")
+    watch = evidence["pods"][OC]["watch"]
+    watch[0]["proofPhases"]["gpu-slice-b"] = "Pending"  # B was still pulling its image at the first poll
+    assert overcommit(expect, evidence)["passed"] is True
+    for w in watch[:-1]:
+        w["proofPhases"]["gpu-slice-b"] = "Pending"  # ... and at every poll but the last: no window to speak of
+    failed(expect, evidence, "watched 1 times over 0 s beside Running proof Pods")
+
+
 def test_a_proof_pod_created_after_the_overcommit_pod_never_met_it() -> None:
     expect, evidence = tied("cluster")
     evidence["pods"]["gpu-slice-a"]["creationTimestamp"] = "2026-12-02T18:05:00Z"  # after the over-commit Pod

@@ -110,6 +110,21 @@ def test_without_a_gpu_every_host_check_fails_and_cluster_checks_are_not_run(
     assert verdict["notRunOnHost"] == {"overcommit-rejected": checks["overcommit-rejected"]["observed"]}
     assert verdict["passed"] is False and checks["same-gpu"]["passed"] is False
     assert "the library is not there" in checks["memory-enforced"]["observed"]
+    # Each process-Pod's probes named the synthetic Pod they ran in: the record took them, tied to it.
+    assert proven["expect"]["provenance"] is True
+    assert not [c["id"] for c in verdict["checks"] if "not judgeable" in str(c["observed"])]
+    for name, out in proven["evidence"].items():
+        assert out["memory"]["pod"]["uid"] == out["podObject"]["uid"] and out["memory"]["pod"]["name"] == name
+    # Judged again from its record (what `python -m components.verify.host.record --rejudge` does): the same.
+    from components.verify.host import record
+
+    run = tmp_path / "record" / "cluster-bare"
+    run.mkdir(parents=True)
+    for key, name in (("verdict", "verdict.json"), ("evidence", "evidence.json"), ("expect", "expect.json")):
+        (run / name).write_text(json.dumps(proven[key]))
+    assert record.rejudge(run.parent) == ["cluster-bare"]
+    again = json.loads((run / "verdict.json").read_text())["checks"]
+    assert [(c["id"], c["passed"]) for c in again] == [(c["id"], c["passed"]) for c in verdict["checks"]]
     assert "the baseline" in verdict["baseline"] and "failed" in verdict["baseline"]
     assert verdict["contextChargeMiB"] == {"gpu-slice-a": None, "gpu-slice-b": None}  # no quota held: no charge
     assert verdict["wallSeconds"] >= verdict["baselineSeconds"] + verdict["podSeconds"] - 0.2

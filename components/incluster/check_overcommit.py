@@ -106,28 +106,30 @@ def _containers_started(pod: Mapping[str, Any]) -> list[str]:
 
 def _watch_problems(rec: Record, name: str, pod: Mapping[str, Any]) -> list[str]:
     """Every read the verifier made of the Pod while it waited: Pending, on no node, bound to nothing, its container
-    not started, while both proof Pods ran; reads enough and long enough apart to be the proof window."""
+    not started; and from the first read that found both proof Pods Running (before it, they were starting), both
+    still Running at every read, the reads enough and long enough apart to be the proof window."""
     watch = pod.get("watch") or []
-    times = [instant(w["at"], "watch") for w in watch]
-    if len(watch) < WATCH_MIN_READS or times[-1] - times[0] < WATCH_MIN_SECONDS:
-        span = f"{times[-1] - times[0]:.0f} s" if times else "no time"
-        return [f"{name} was watched {len(watch)} times over {span}: the verifier reads it at every poll, at least"
-                f" {WATCH_MIN_READS} times over {WATCH_MIN_SECONDS:.0f} s"]  # fmt: skip
-    problems = []
     created = rec.created(name)
-    if created is not None and times[0] < created:
-        problems.append(f"{name} was watched from {watch[0]['at']}, before it was created")
+    if watch and created is not None and instant(watch[0]["at"], "watch") < created:
+        return [f"{name} was watched from {watch[0]['at']}, before it was created"]
     for w in watch:
         if w["phase"] != "Pending" or w["nodeName"] or w["bound"] or [c for c in w["containers"] if c != "waiting"]:
-            problems.append(f"{name} at {w['at']}: phase {w['phase']}, node {w['nodeName']}, bound {w['bound']},"
-                            f" containers {w['containers']}: it was scheduled during the proof")  # fmt: skip
-            break
+            return [f"{name} at {w['at']}: phase {w['phase']}, node {w['nodeName']}, bound {w['bound']}, containers"
+                    f" {w['containers']}: it was scheduled during the proof"]  # fmt: skip
+    start = next((i for i, w in enumerate(watch) if all(w["proofPhases"].get(p) == "Running" for p in rec.names)),
+                 len(watch))  # fmt: skip
+    window = watch[start:]
+    times = [instant(w["at"], "watch") for w in window]
+    if len(window) < WATCH_MIN_READS or times[-1] - times[0] < WATCH_MIN_SECONDS:
+        span = f"{times[-1] - times[0]:.0f} s" if times else "no time"
+        return [f"{name} was watched {len(window)} times over {span} beside Running proof Pods: the verifier reads it"
+                f" at every poll, at least {WATCH_MIN_READS} times over {WATCH_MIN_SECONDS:.0f} s"]  # fmt: skip
+    for w in window:
         ended = [p for p in rec.names if w["proofPhases"].get(p) != "Running"]
         if ended:
-            problems.append(f"at {w['at']} proof Pod {ended[0]} was {w['proofPhases'].get(ended[0])}, not Running:"
-                            " its slice was not held while the over-commit Pod waited")  # fmt: skip
-            break
-    return problems
+            return [f"at {w['at']} proof Pod {ended[0]} was {w['proofPhases'].get(ended[0])}, not Running: its slice"
+                    " was not held while the over-commit Pod waited"]  # fmt: skip
+    return []
 
 
 def _kept_out(rec: Record, pod: Mapping[str, Any], event_reason: str, held: str, given: str, why: str) -> list[str]:
