@@ -6,6 +6,7 @@ the edit; the untouched runs pass (test_judge.test_recorded_lab_run_passes_every
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import replace
 from typing import Any
@@ -14,7 +15,16 @@ import pytest
 
 from components.incluster import judge
 from components.incluster.expectation import Expectation, PodTry
-from tests.helpers.recorded import edit_probe, load, load_raw, probe_line, real_run
+from tests.helpers.recorded import (
+    as_another_process,
+    edit_probe,
+    load,
+    load_raw,
+    probe_line,
+    real_run,
+    scale_shape,
+    set_oom_lines,
+)
 
 
 def check(expect: Any, evidence: dict[str, Any], check_id: str) -> dict[str, Any]:
@@ -79,7 +89,7 @@ def test_time_sharing_may_carry_no_limit_env() -> None:
 def test_compute_limited_recomputes_the_share_from_the_two_means() -> None:
     expect, evidence = load("cluster")
     reported = probe_line(evidence, "gpu-slice-a", "compute")["share"]["short_many"]  # the probe's word, left as is
-    edit_probe(evidence, "gpu-slice-a", lambda r: shape(r).update(mean_per_s=shape(r)["mean_per_s"] * 2), "compute")
+    edit_probe(evidence, "gpu-slice-a", lambda r: scale_shape(shape(r), 2), "compute")  # twice as fast throughout
     failed(expect, evidence, "compute-limited", f"share {reported}", "mean_per_s")
 
 
@@ -99,8 +109,11 @@ def test_compute_limited_fails_when_the_baseline_was_itself_limited() -> None:
 
 def test_compute_limited_fails_when_the_baseline_ran_another_grid() -> None:
     expect, evidence = load("cluster")
-    edit_probe(evidence, "gpu-slice-a", lambda r: r["baseline"]["shapes"]["short_many"].update(blocks=264),
-               "compute")  # fmt: skip
+    def other_grid(r: dict[str, Any]) -> None:  # 50 times fewer blocks, 50 times more iterations: the same work
+        base = r["baseline"]["shapes"]["short_many"]
+        base.update(blocks=264, iters=base["iters"] * 50)
+
+    edit_probe(evidence, "gpu-slice-a", other_grid, "compute")
     failed(expect, evidence, "compute-limited", "264 blocks", "13200 blocks")
 
 
@@ -110,7 +123,7 @@ def test_compute_limited_fails_when_the_timeline_is_shorter_than_the_claimed_win
     claimed = f"make {int(judged['warmup_s'] + judged['window_s'])}"  # the seconds its warm-up and window take
     edit_probe(evidence, "gpu-slice-a", lambda r: shape(r).update(timeline_per_s=shape(r)["timeline_per_s"][:8]),
                "compute")  # fmt: skip
-    failed(expect, evidence, "compute-limited", "8 seconds", claimed)
+    failed(expect, evidence, "compute-limited", "not judgeable", "timeline_per_s", "8 seconds", claimed)
 
 
 def test_compute_limited_fails_when_the_timelines_mean_is_not_the_reported_mean() -> None:
@@ -128,13 +141,12 @@ def test_compute_limited_judges_the_shape_the_check_names_not_the_one_the_probe_
     expect, evidence = load("cluster")
 
     def pick_few_long(r: dict[str, Any]) -> None:
-        r["judged_shape"] = "few_long"
+        r["judged_shape"] = "few_long"  # and measured as the judged shape is: the probe's window, held to 0.3
+        few = r["shapes"]["few_long"] = copy.deepcopy(shape(r))
+        scale_shape(few, r["baseline"]["shapes"]["few_long"]["mean_per_s"] * 0.3 / few["mean_per_s"])
         r["share"]["few_long"] = 0.3
-        shape(r, "few_long")["mean_per_s"] = r["baseline"]["shapes"]["few_long"]["mean_per_s"] * 0.3
-        shape(r, "few_long")["timeline_per_s"] = [shape(r, "few_long")["mean_per_s"]] * 23
         r["share"]["short_many"] = 0.9
-        shape(r)["mean_per_s"] = r["baseline"]["shapes"]["short_many"]["mean_per_s"] * 0.9
-        shape(r)["timeline_per_s"] = [shape(r)["mean_per_s"]] * 23
+        scale_shape(shape(r), r["baseline"]["shapes"]["short_many"]["mean_per_s"] * 0.9 / shape(r)["mean_per_s"])
 
     edit_probe(evidence, "gpu-slice-a", pick_few_long, "compute")
     failed(expect, evidence, "compute-limited", "short_many", "0.90")
@@ -151,13 +163,9 @@ def test_compute_limited_fails_when_the_measured_process_disabled_its_own_utiliz
 
 def test_memory_enforced_fails_on_an_oom_line_whose_request_is_below_the_limit() -> None:
     expect, evidence = load("cluster")
-    line = "[HAMI-core ERROR (pid:1 thread=2 allocator.c:52)]: Device 0 OOM 1048576 / 4194304000"
-
-    def only_forged(r: dict[str, Any]) -> None:
-        r["hami_oom_lines"] = [line]
-
-    for pod in expect.pods:
-        edit_probe(evidence, pod, only_forged)
+    for thread, pod in enumerate(expect.pods, 2):  # a forged line per Pod, each naming its own process
+        line = f"[HAMI-core ERROR (pid:1 thread={thread} allocator.c:52)]: Device 0 OOM 1048576 / 4194304000"
+        edit_probe(evidence, pod, lambda r, line=line: set_oom_lines(r, [line]))
         evidence["pods"][pod]["logs"] = "\n".join(
             x for x in evidence["pods"][pod]["logs"].splitlines() if not x.startswith("[HAMI-core")
         ) + f"\n{line}\n"
@@ -170,7 +178,7 @@ def test_memory_enforced_fails_when_the_probes_oom_lines_are_not_the_librarys_li
                                                                            for x in r["hami_oom_lines"]]))  # fmt: skip
     raw = probe_line(evidence, "gpu-slice-a")
     raw["hami_oom_lines"] = [x.replace("4194304001", "4194304000") for x in raw["hami_oom_lines"]]
-    edit_probe(evidence, "gpu-slice-a", lambda r: r.update(hami_oom_lines=raw["hami_oom_lines"][:3]))
+    edit_probe(evidence, "gpu-slice-a", lambda r: set_oom_lines(r, raw["hami_oom_lines"][:3]))
     failed(expect, evidence, "memory-enforced", "gpu-slice-a", "log")
 
 
@@ -186,8 +194,8 @@ def test_memory_enforced_fails_when_the_extra_was_refused_by_another_cuda_error_
 
     def other_error(r: dict[str, Any]) -> None:
         r["phases"]["hold"]["extra_error"] = "CUDA_ERROR_INVALID_VALUE"
-        r["hami_oom_lines"] = [x for x in r["hami_oom_lines"]
-                               if not extra * 2**20 <= int(x.split("OOM ")[1].split(" /")[0]) <= (extra + 1024) * 2**20]
+        set_oom_lines(r, [x for x in r["hami_oom_lines"]
+                          if not extra * 2**20 <= int(x.split("OOM ")[1].split(" /")[0]) <= (extra + 1024) * 2**20])
 
     edit_probe(evidence, "gpu-slice-b", other_error)
     keep = probe_line(evidence, "gpu-slice-b")["hami_oom_lines"]
@@ -287,7 +295,7 @@ def test_the_slot_check_compares_the_ask_with_the_nodes_allocatable() -> None:
 
 def test_a_try_whose_library_was_not_loaded_is_not_reported_as_held() -> None:
     expect, evidence = load("k3s")
-    memory = {**probe_line(evidence, "hami-share-a"), "preload": {"listed": [], "mapped": []}}
+    memory = {**as_another_process(probe_line(evidence, "hami-share-a")), "preload": {"listed": [], "mapped": []}}
     pod_try = PodTry("cuda-disable-control", "hami-share-try", "a Pod setting the variable")
     expect = replace(expect, pod_tries=(pod_try,))
     evidence["pods"][pod_try.pod] = {"phase": "Succeeded", "nodeName": "hami-lab-rtx6000",
@@ -329,4 +337,5 @@ def test_neighbor_isolation_fails_on_a_hold_that_ended_before_it_started() -> No
         hold["started_at"], hold["ended_at"] = hold["ended_at"], hold["started_at"]
 
     edit_probe(evidence, "gpu-slice-a", backwards)
-    failed(expect, evidence, "neighbor-isolation", "gpu-slice-a", "ended before it started")
+    failed(expect, evidence, "neighbor-isolation", "not judgeable: gpu-slice-a.memory.phases.hold.ended_at", "is before"
+           " started_at", "times run backwards")

@@ -10,7 +10,15 @@ from dataclasses import replace
 from typing import Any
 
 from components.incluster import judge
-from tests.helpers.recorded import edit_probe, load, probe_line, set_compute_window
+from tests.helpers.recorded import (
+    edit_probe,
+    load,
+    probe_line,
+    set_compute_window,
+    set_largest,
+    set_oom_lines,
+    shift_times,
+)
 
 
 def check(expect: Any, evidence: dict[str, Any], check_id: str) -> dict[str, Any]:
@@ -25,7 +33,9 @@ def test_memory_enforced_fails_on_a_refusal_far_below_the_quota_without_hami_cor
     expect, evidence = load("cluster")
 
     def card_full(r: dict[str, Any]) -> None:
-        r.update(largest_alloc_mib=1500, context_overhead_mib=2500, hami_oom_lines=[])
+        set_largest(r, 1500)
+        set_oom_lines(r, [])
+        r["findings"] = [f for f in r["findings"] if f["id"] != "context-charge"]  # its charge was the old one
 
     for pod in expect.pods:
         edit_probe(evidence, pod, card_full)
@@ -54,8 +64,12 @@ def test_memory_enforced_fails_when_the_probe_reported_not_ok() -> None:
 
 def test_memory_enforced_fails_when_the_views_shortfall_is_more_than_a_cuda_context() -> None:
     expect, evidence = load("cluster")
-    edit_probe(evidence, "gpu-slice-a", lambda r: r.update(visible_free_mib=r["visible_total_mib"] - 2100,
-                                                           largest_alloc_mib=r["visible_total_mib"] - 2100))
+    def short(r: dict[str, Any]) -> None:
+        r["visible_free_mib"] = r["visible_total_mib"] - 2100
+        set_largest(r, r["visible_total_mib"] - 2100)
+        r["findings"] = [f for f in r["findings"] if f["id"] != "context-charge"]  # its charge was the old one
+
+    edit_probe(evidence, "gpu-slice-a", short)
     failed = check(expect, evidence, "memory-enforced")
     assert failed["passed"] is False and "a 2100 MiB shortfall in the view is not a CUDA context" in failed["observed"]
 
@@ -75,12 +89,10 @@ def test_neighbor_isolation_does_not_count_keep_holding_of_a_pod_that_ended() ->
     expect, evidence = load("kai")
     pod_a = evidence["pods"]["kai-hami-lab12-a"]
     pod_a["phase"] = "Failed"
-    pod_a["containerStatuses"] = [{"name": "probe", "state": {"terminated": {"finishedAt": "2026-08-12T05:12:00Z"}}}]
-
-    def later(r: dict[str, Any]) -> None:
-        r["phases"]["hold"].update(started_at="2026-08-12T05:20:00Z", ended_at="2026-08-12T05:20:30Z")
-
-    edit_probe(evidence, "kai-hami-lab12-b", later)
+    ended = probe_line(evidence, "kai-hami-lab12-a")["ended_at"]
+    pod_a["containerStatuses"] = [{"name": "probe", "state": {"terminated": {"finishedAt": ended}}}]
+    edit_probe(evidence, "kai-hami-lab12-a", lambda r: r.update(keep_holding_since=r["ended_at"]))
+    edit_probe(evidence, "kai-hami-lab12-b", lambda r: shift_times(r, 3600))  # B's whole run an hour later
     failed = check(expect, evidence, "neighbor-isolation")
     assert failed["passed"] is False and "did not overlap" in failed["observed"]
 
@@ -193,7 +205,7 @@ def test_preload_mechanism_fails_without_the_probes_preload_evidence() -> None:
     expect, evidence = load("kai")
     edit_probe(evidence, "kai-hami-lab12-a", lambda r: r.pop("preload"))
     failed = check(expect, evidence, "preload-mechanism")
-    assert failed["passed"] is False and "no preload evidence" in failed["observed"]
+    assert failed["passed"] is False and failed["observed"] == "not judgeable: kai-hami-lab12-a.memory.preload: missing"
 
 
 # ---------------------------------------------------------------- monitor-metrics
@@ -230,6 +242,6 @@ def test_compute_limited_reads_the_judged_shapes_share_and_its_window() -> None:
     for pod in expect.pods:
         edit_probe(evidence, pod, _per_shape, probe="compute")
     assert check(expect, evidence, "compute-limited")["passed"] is True
-    edit_probe(evidence, "gpu-slice-a", lambda r: r["shapes"]["short_many"].update(window_s=4), probe="compute")
+    edit_probe(evidence, "gpu-slice-a", lambda r: set_compute_window(r, 4), probe="compute")
     failed = check(expect, evidence, "compute-limited")
     assert failed["passed"] is False and "a 4 s window is too short" in failed["observed"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from components.verify.host import expectation
 from components.verify.host.proof import HostOptions, pod_env, prove
 from components.verify.host.runner import STRIPPED_ENV, clean_env, mps_client_env
 from tests.helpers import real_fixtures, recorded
-from tests.helpers.probes import PROBES
+from tests.helpers.probes import ROOT, module_argv
 
 REAL = real_fixtures.REAL
 
@@ -39,6 +39,7 @@ def _judged(record: str, stack: dict[str, Any], mechanism: str = "hami-core") ->
     evidence = {"pods": {pod: {"phase": "Succeeded", "nodeName": "h200", "logs": real_fixtures.probe_log(out)}
                          for pod, out in outputs.items()}}  # fmt: skip
     expect = expectation.host_expect(stack["expect"], mechanism, stack["expect"]["limitEnv"])
+    expect = replace(expect, provenance=False)  # recorded before the probes printed their Pod
     return {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
 
 
@@ -109,6 +110,21 @@ def test_without_a_gpu_every_host_check_fails_and_cluster_checks_are_not_run(
     assert verdict["notRunOnHost"] == {"overcommit-rejected": checks["overcommit-rejected"]["observed"]}
     assert verdict["passed"] is False and checks["same-gpu"]["passed"] is False
     assert "the library is not there" in checks["memory-enforced"]["observed"]
+    # Each process-Pod's probes named the synthetic Pod they ran in: the record took them, tied to it.
+    assert proven["expect"]["provenance"] is True
+    assert not [c["id"] for c in verdict["checks"] if "not judgeable" in str(c["observed"])]
+    for name, out in proven["evidence"].items():
+        assert out["memory"]["pod"]["uid"] == out["podObject"]["uid"] and out["memory"]["pod"]["name"] == name
+    # Judged again from its record (what `python -m components.verify.host.record --rejudge` does): the same.
+    from components.verify.host import record
+
+    run = tmp_path / "record" / "cluster-bare"
+    run.mkdir(parents=True)
+    for key, name in (("verdict", "verdict.json"), ("evidence", "evidence.json"), ("expect", "expect.json")):
+        (run / name).write_text(json.dumps(proven[key]))
+    assert record.rejudge(run.parent) == ["cluster-bare"]
+    again = json.loads((run / "verdict.json").read_text())["checks"]
+    assert [(c["id"], c["passed"]) for c in again] == [(c["id"], c["passed"]) for c in verdict["checks"]]
     assert "the baseline" in verdict["baseline"] and "failed" in verdict["baseline"]
     assert verdict["contextChargeMiB"] == {"gpu-slice-a": None, "gpu-slice-b": None}  # no quota held: no charge
     assert verdict["wallSeconds"] >= verdict["baselineSeconds"] + verdict["podSeconds"] - 0.2
@@ -136,7 +152,7 @@ def test_a_kai_pod_in_a_cluster_without_its_gpu_memory_ask_still_fails_same_gpu(
 
 def test_a_kai_host_proof_judges_same_gpu_on_the_uuids_and_says_the_ask_was_not_run_on_a_host() -> None:
     raw, evidence = _kai_pods_without_annotations()
-    host = expectation.host_expect(raw, "hami-core", raw["limitEnv"])
+    host = replace(expectation.host_expect(raw, "hami-core", raw["limitEnv"]), provenance=False)  # recorded before it
     held = next(c for c in judge.judge(host, evidence)["checks"] if c["id"] == "same-gpu")
     assert host.host_proof and held["passed"] is True, held["observed"]
     assert "gpu-memory ask: not run on a host" in held["evidence"]
@@ -183,13 +199,14 @@ def test_the_h200_run_without_the_library_fails_memory_and_compute_saying_it_is_
 def test_recorded_outputs_have_exactly_the_keys_the_probes_print(probe: str, tmp_path: Path) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
     extra = ["--baseline", "none"] if probe == "compute" else []
-    argv = [sys.executable, str(PROBES / f"{probe}.py"), "--json", *extra]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(module_argv(probe, "--json", *extra), env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
     printed = json.loads(done.stdout.splitlines()[-1])
     for record in ("cluster-hami-core", "cluster-mps", "cluster-bare", "gke-hami-core", "k3s-hami-core"):
         for pod, outputs in real_fixtures.real_outputs(record).items():
-            if probe in outputs:
-                assert set(outputs[probe]) == set(printed), (record, pod)
+            if probe in outputs:  # recorded before the probes printed their Pod (`pod`, provenance.block)
+                assert set(outputs[probe]) == set(printed) - {"pod"}, (record, pod)
+    assert set(printed["pod"]) == {"name", "uid", "namespace", "node", "pid", "children"}
 
 
 def test_the_judges_fixtures_carry_the_recorded_probe_output() -> None:
@@ -212,7 +229,8 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
             for result in out.values():
                 result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
         logs = {p: {"phase": "Succeeded", "logs": real_fixtures.probe_log(o)} for p, o in outputs.items()}
-        verdict = judge.judge(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), {"pods": logs})
+        judged = replace(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), provenance=False)
+        verdict = judge.judge(judged, {"pods": logs})  # recorded before the probes printed their Pod
         verdict = {**verdict, "notRunOnHost": {}, "stack": "cluster", "setup": mech, "card": {"mib": 143771}}
         (record_dir / f"cluster-{mech}").mkdir(parents=True)
         (record_dir / f"cluster-{mech}" / "verdict.json").write_text(json.dumps(verdict))

@@ -13,7 +13,7 @@ from typing import Any
 
 from components.incluster import judge
 from components.incluster.expectation import Expectation
-from tests.helpers.recorded import edit_probe, probe_line, real_run
+from tests.helpers.recorded import edit_probe, probe_line, real_run, set_largest
 
 MPS_ENV = {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4000M", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}
 MPS_CHECKS = ("same-gpu", "view-isolation", "quota-injection", "memory-enforced", "neighbor-isolation",
@@ -53,14 +53,19 @@ def test_mps_memory_enforced_fails_when_the_card_itself_was_full() -> None:
 
 def test_mps_memory_enforced_fails_when_the_refusal_is_not_at_the_free_memory_the_limit_leaves() -> None:
     expect, evidence = mps_run()
-    edit_probe(evidence, "gpu-slice-b", lambda r: r.update(largest_alloc_mib=2000))
+    edit_probe(evidence, "gpu-slice-b", lambda r: set_largest(r, 2000))
     failed = check(judge.judge(expect, evidence), "memory-enforced")
     assert failed["passed"] is False and "the refusal is not at the pinned limit" in failed["observed"]
 
 
 def test_mps_memory_enforced_fails_when_free_memory_shows_no_limit() -> None:
     expect, evidence = mps_run()
-    edit_probe(evidence, "gpu-slice-b", lambda r: r.update(visible_free_mib=15000, largest_alloc_mib=15000))
+    def no_limit(r: dict[str, Any]) -> None:
+        r["visible_free_mib"] = 15000
+        set_largest(r, 15000)
+        r["findings"] = []  # no limit held: nothing to get around (memory_findings.all_findings)
+
+    edit_probe(evidence, "gpu-slice-b", no_limit)
     failed = check(judge.judge(expect, evidence), "memory-enforced")
     assert failed["passed"] is False and "not held under the 4000 MiB pinned limit" in failed["observed"]
 
@@ -81,7 +86,8 @@ def test_hami_core_view_isolation_fails_where_mps_would_report_the_whole_card_as
 
 def test_a_kept_view_that_shows_the_slice_is_not_the_whole_card() -> None:
     expect, evidence = mps_run()
-    edit_probe(evidence, "gpu-slice-b", lambda r: r.update(visible_total_mib=4000, nvml_total_mib=4000))
+    edit_probe(evidence, "gpu-slice-b", lambda r: r.update(visible_total_mib=4000, nvml_total_mib=4000,
+                                                           nvml_free_mib=min(r["nvml_free_mib"], 4000)))
     failed = check(judge.judge(expect, evidence), "view-isolation")
     assert failed["passed"] is False
     assert f"NVML total is 4000 MiB, not the card's {expect.card_mib}" in failed["observed"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from components.incluster import judge
 from components.incluster.expectation import PodTry
-from tests.helpers.recorded import load, probe_line
+from tests.helpers.recorded import as_another_process, load, probe_line, unlimited_view
 
 POD = "kubernetes:core/v1:Pod"
 
@@ -61,8 +61,8 @@ def _with_try(stack: str, memory: dict[str, Any] | None) -> tuple[Any, dict[str,
 def test_a_try_that_allocates_past_the_quota_is_a_bypass_finding_and_the_verdict_still_passes() -> None:
     _, evidence = load("k3s")
     # The recorded slice's probe line, as the try Pod would print it without the library: the whole card.
-    memory = {**probe_line(evidence, "hami-share-a"), "largest_alloc_mib": 97000,
-              "preload": {"listed": [], "mapped": []}}  # fmt: skip
+    memory = {**as_another_process(probe_line(evidence, "hami-share-a")), "preload": {"listed": [], "mapped": []}}
+    unlimited_view(memory, 97871, 97000)
     expect, evidence = _with_try("k3s", memory)
     result = judge.judge(expect, evidence)
     found = next(f for f in result["findings"] if f["id"] == "cuda-disable-control")
@@ -75,7 +75,7 @@ def test_a_try_that_allocates_past_the_quota_is_a_bypass_finding_and_the_verdict
 
 def test_a_try_the_library_still_held_is_reported_as_held() -> None:
     _, evidence = load("k3s")
-    expect, evidence = _with_try("k3s", probe_line(evidence, "hami-share-a"))
+    expect, evidence = _with_try("k3s", as_another_process(probe_line(evidence, "hami-share-a")))
     found = next(f for f in judge.judge(expect, evidence)["findings"] if f["id"] == "cuda-disable-control")
     assert found["bypassed"] is False and "libvgpu.so mapped" in found["observed"]
 

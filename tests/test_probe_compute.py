@@ -10,13 +10,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.probes import PROBES, load_probe
+from tests.helpers.probes import ROOT, load_probe, module_argv
 
 compute = load_probe("compute")
 
@@ -65,9 +64,8 @@ class ThrottledGpu:
 
 def test_compute_probe_without_libcuda_prints_a_json_error_and_exits_nonzero(tmp_path: Path) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    argv = [sys.executable, str(PROBES / "compute.py"), "--json", "--seconds", "1", "--baseline", "none",
-            "--ready-file", str(tmp_path / "r")]  # fmt: skip
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    argv = module_argv("compute", "--json", "--seconds", "1", "--baseline", "none", "--ready-file", str(tmp_path / "r"))
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     last = json.loads(done.stdout.strip().splitlines()[-1])
     assert last["probe"] == "compute" and last["ok"] is False and "libcuda.so.1" in last["error"]

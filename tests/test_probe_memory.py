@@ -11,14 +11,13 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.facts.regenerate import OOM_LINES
-from tests.helpers.probes import PROBES, load_probe
+from tests.helpers.probes import ROOT, load_probe, module_argv
 
 MIB = 1 << 20
 
@@ -104,7 +103,7 @@ def _no_children(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
 
 
 def _run_probe(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(PROBES / "memory.py"), *argv], env=env, capture_output=True, text=True,
+    return subprocess.run(module_argv("memory", *argv), env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=60)  # fmt: skip
 
 
@@ -480,7 +479,7 @@ def test_nvml_counts_a_process_by_its_pid_and_not_one_it_does_not_list() -> None
 
 def test_the_view_child_without_a_driver_answers_json_and_exits_nonzero(tmp_path: Path) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    done = subprocess.run([sys.executable, str(PROBES / "memory_findings.py"), "--child", "view", "--child-mib", "0"],
-                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(module_argv("memory_findings", "--child", "view", "--child-mib", "0"), env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
     answer = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 1 and answer["ok"] is False and "cannot load" in answer["error"]

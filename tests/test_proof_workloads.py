@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def container(plan: Plan, role: str) -> dict[str, Any]:
 
 
 def env(plan: Plan, role: str) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in container(plan, role)["env"]}
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(plan, role)["env"]}
 
 
 def flag(argv: list[str], name: str) -> str:
@@ -129,7 +130,7 @@ def test_memory_probe_command_carries_the_expectation(plans: dict[str, Plan]) ->
                                                                           "2,3,3.8,4,4.5,6"))
     for stack, contract, hold, extra, sweep in cases:
         argv = memory_argv(plans[stack], "pod-b")
-        assert argv[:3] == ["python3", "/gpushare/memory.py", "--json"]
+        assert argv[:4] == ["python3", "-m", "incluster.memory", "--json"]
         assert flag(argv, "--expect-limit-mib") == str(contract.visible_mib)
         assert flag(argv, "--hold-mib") == hold
         assert flag(argv, "--keep-holding") == hold
@@ -145,8 +146,8 @@ def test_pod_a_runs_the_compute_baseline_first_when_cores_are_set(plans: dict[st
     command = container(plans["cluster"], "pod-a")["command"]
     assert command[:2] == ["/bin/sh", "-c"]
     compute, memory = command[2].split("; exec ", 1)
-    assert compute.startswith("python3 /gpushare/compute.py --json --seconds 20 --baseline")
-    assert memory.startswith("python3 /gpushare/memory.py")
+    assert compute.startswith("python3 -m incluster.compute --json --seconds 20 --baseline")
+    assert memory.startswith("python3 -m incluster.memory")
     # Only A measures compute: B would compete for the SMs and spoil both numbers.
     assert container(plans["cluster"], "pod-b")["command"][0] == "python3"
     assert container(plans["k3s"], "pod-a")["command"][0] == "python3"
@@ -189,19 +190,21 @@ def test_whole_gpu_pod_only_on_gke_waited_for_before_the_slices(plans: dict[str,
 def test_probe_configmap_holds_the_probe_files_mounted_read_only(plans: dict[str, Plan]) -> None:
     cm = plans["k3s"].one("kubernetes:core/v1:ConfigMap", f"{PREFIX}-probes")
     folder = Path(incluster.__file__).parent
-    expected = {p.name: p.read_text() for p in folder.glob("*.py") if p.name != "__init__.py"}
-    assert cm["inputs"]["data"] == expected
-    assert {"memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "expectation.py", "kube.py"} <= set(
-        expected
-    )
+    expected = {p.name: p.read_text() for p in folder.glob("*.py")}
+    assert cm["inputs"]["data"] == expected  # __init__.py too: the mounted folder is the package
+    assert {"__init__.py", "memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "expectation.py",
+            "kube.py"} <= set(expected)  # fmt: skip
     spec = pod(plans["k3s"], "pod-a")["inputs"]["spec"]
     assert spec["volumes"][0]["configMap"]["name"] == cm["inputs"]["metadata"]["name"]
-    assert spec["containers"][0]["volumeMounts"] == [{"name": "probes", "mountPath": "/gpushare", "readOnly": True}]
+    assert spec["containers"][0]["volumeMounts"] == [
+        {"name": "probes", "mountPath": "/opt/gpushare/incluster", "readOnly": True}]  # fmt: skip
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert env["PYTHONPATH"] == "/opt/gpushare"  # so `python3 -m incluster.memory` imports the mounted package
 
 
 def test_probe_files_are_refused_without_the_memory_probes_findings_module(monkeypatch: pytest.MonkeyPatch) -> None:
     files = {k: v for k, v in incluster.files().items() if k != "memory_findings.py"}
-    assert "from memory_findings import" in files["memory.py"]  # the memory probe cannot start without it
+    assert "from .memory_findings import" in files["memory.py"]  # the memory probe cannot start without it
     monkeypatch.setattr(incluster, "files", lambda: files)
     with pytest.raises(FileNotFoundError, match=r"memory_findings\.py"):
         workloads.probe_files()
@@ -289,12 +292,13 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
             if e["name"] == "GPUSHARE_EXPECT"
         )
     )
-    assert expect.compute_pods == ("gpushare-proof-a",)
+    assert expect.compute_pods == ("gpushare-proof-a",) and expect.provenance is True
+    expect = replace(expect, provenance=False)  # the recorded output is from before the probes printed their Pod
     # The H200's output, unedited (its Pod's name then): the run whose baseline ran under the library with its limit
     # lifted, as the run did.
     real = Path(__file__).parent / "fixtures" / "real" / "h200" / "cluster-hami-core-staggered" / "evidence.json"
     recorded = json.loads(real.read_text())["gpu-slice-a"]
-    compute, memory = recorded["compute"], {"probe": "memory", "gpu_uuid": recorded["memory"]["gpu_uuid"]}
+    compute, memory = recorded["compute"], recorded["memory"]
     evidence = {
         "pods": {
             "gpushare-proof-a": {"phase": "Running", "logs": json.dumps(compute) + "\n" + json.dumps(memory) + "\n"},
@@ -303,3 +307,18 @@ def test_compute_is_judged_only_in_the_pod_that_measures_it(plans: dict[str, Pla
     }
     checks = {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
     assert checks["compute-limited"]["passed"] is True, checks["compute-limited"]["observed"]
+
+
+def test_every_pod_that_runs_a_probe_is_given_its_own_name_uid_namespace_and_node(plans: dict[str, Plan]) -> None:
+    downward = {"GPUSHARE_POD_NAME": "metadata.name", "GPUSHARE_POD_UID": "metadata.uid",
+                "GPUSHARE_POD_NAMESPACE": "metadata.namespace", "GPUSHARE_NODE_NAME": "spec.nodeName"}  # fmt: skip
+    probing = [r for r in plans["k3s"].resources if r["type"] == POD and "volumes" in r["inputs"]["spec"]
+               and r["inputs"]["metadata"]["name"] != "gpushare-verifier"]  # fmt: skip
+    assert {r["inputs"]["metadata"]["name"] for r in probing} >= {"gpushare-proof-a", "gpushare-proof-b"}
+    assert any("-try-" in r["inputs"]["metadata"]["name"] for r in probing)
+    for resource in probing:
+        env = {e["name"]: e for e in resource["inputs"]["spec"]["containers"][0]["env"]}
+        for name, path in downward.items():
+            assert env[name] == {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}, resource["name"]
+    over = plans["k3s"].one(POD, f"{PREFIX}-overcommit")["inputs"]["spec"]["containers"][0]["env"]
+    assert not {e["name"] for e in over} & set(downward)  # it runs no probe: nothing to tie

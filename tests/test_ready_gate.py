@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -13,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from components.incluster import ready_gate_pod
-
-GATE_FILE = Path(ready_gate_pod.__file__)
+from tests.helpers.probes import ROOT, module_argv
 
 TOKEN = "gate-token"
 
@@ -74,8 +72,8 @@ def _run(base: str, token: Path, timeout: str) -> subprocess.CompletedProcess[st
     env = {"GATE_API": base, "GATE_TOKEN_FILE": str(token), "GATE_READY": "status.state=ready",
            "GATE_PATH": "/apis/nvidia.com/v1/clusterpolicies/cluster-policy", "GATE_TIMEOUT": timeout,
            "GATE_INTERVAL": "0.05"}
-    return subprocess.run([sys.executable, str(GATE_FILE)], env=env, capture_output=True, text=True,
-                          timeout=30, check=False)
+    return subprocess.run(module_argv("ready_gate_pod"), env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=30, check=False)  # fmt: skip
 
 
 def test_gate_exits_0_once_the_object_turns_ready(api) -> None:
@@ -114,9 +112,11 @@ def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) 
     assert "gpu-operator-release" in gate["dependsOn"]
     # The gate runs the mounted in-cluster folder, which carries the one API client it shares with the verifier.
     container = gate["inputs"]["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["python3", "/gpushare/ready_gate_pod.py"]
+    assert container["command"] == ["python3", "-m", "incluster.ready_gate_pod"]
+    assert {"name": "PYTHONPATH", "value": "/opt/gpushare"} in container["env"]
+    assert container["volumeMounts"][0]["mountPath"] == "/opt/gpushare/incluster"
     files = plan.one("kubernetes:core/v1:ConfigMap", "gpu-operator-ready-files")
-    assert {"ready_gate_pod.py", "kube.py"} <= set(files["inputs"]["data"])
+    assert {"__init__.py", "ready_gate_pod.py", "kube.py"} <= set(files["inputs"]["data"])
     assert "gpu-operator-ready-job" in plan.one("kubernetes:helm.sh/v3:Release", "hami-release")["dependsOn"]
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from components.platform.k3s_bootstrap import render_toolkit_switches
-from tests.helpers.recorded import load
+from tests.helpers.recorded import as_another_process, load, probe_line, unlimited_view, unreached
 
 ENV_KEY = "accept-nvidia-visible-devices-envvar-when-unprivileged"
 MOUNT_KEY = "accept-nvidia-visible-devices-as-volume-mounts"
@@ -59,15 +59,22 @@ def _escape(memory: dict[str, Any] | None) -> dict[str, Any]:
     return next(f for f in result["findings"] if f["id"] == "visible-devices-all") | {"_passed": result["passed"]}
 
 
+def _tried(**fields: Any) -> dict[str, Any]:
+    """The recorded slice's memory result as the try Pod's own process prints it, with `fields` changed."""
+    _, evidence = load("k3s")
+    return {**as_another_process(probe_line(evidence, "hami-share-a")), **fields}
+
+
 def test_the_escape_that_reached_a_card_is_a_bypass_with_the_device_and_memory_it_got() -> None:
-    found = _escape({"probe": "memory", "gpu_uuid": "GPU-1", "gpu_name": "RTX", "visible_total_mib": 97000,
-                     "largest_alloc_mib": 96000})  # fmt: skip
+    memory = _tried(gpu_uuid="GPU-1", gpu_name="RTX", preload={"listed": [], "mapped": []})
+    unlimited_view(memory, 97000, 96000)
+    found = _escape(memory)
     assert found["bypassed"] is True and found["device"] == "GPU-1" and found["allocMiB"] == 96000
     assert found["_passed"] is True  # a finding, never counted
 
 
 def test_the_escape_the_runtime_refused_is_held() -> None:
-    found = _escape({"probe": "memory", "gpu_uuid": None, "error": "libcuda.so.1: cannot open shared object file"})
+    found = _escape(unreached(_tried(), "libcuda.so.1: cannot open shared object file"))
     assert found["bypassed"] is False and found["observed"].startswith("no GPU reached")
 
 

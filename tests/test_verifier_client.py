@@ -28,6 +28,7 @@ def pod_object(name: str, namespace: str, pod: dict[str, Any]) -> dict[str, Any]
         "metadata": {
             "name": name,
             "namespace": namespace,
+            "uid": pod.get("uid"),
             "annotations": pod.get("annotations") or {},
             "creationTimestamp": pod.get("creationTimestamp"),
         },
@@ -312,3 +313,19 @@ def test_the_verifiers_whole_verdict_line_is_the_one_a_cut_message_names_by_dige
     printed = next(line for line in capsys.readouterr().out.splitlines() if '"kind": "verification"' in line)
     verdict = {k: v for k, v in json.loads(printed).items() if k != "kind"}
     assert message.digest(verdict) == "sha256:" + hashlib.sha256(printed.encode()).hexdigest()
+
+
+def test_the_verifier_reads_the_overcommit_pod_at_every_poll_and_judges_every_read(
+    tmp_path: Path, serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.helpers.tied import tied
+
+    typed, evidence = tied("k3s")  # a run since provenance: Pods with UIDs, probes naming their Pods
+    expect = typed.to_wire()
+    rc, verdict = run_verifier(tmp_path, serve(FakeApi(expect, evidence)), expect)
+    assert rc == 0 and verdict["passed"] is True, verdict
+    printed = next(json.loads(x) for x in capsys.readouterr().out.splitlines() if '"kind": "evidence"' in x)
+    watch = printed["pods"][typed.overcommit_pod]["watch"]
+    assert len(watch) >= 7 and {w["phase"] for w in watch} == {"Pending"}  # every 5 s for the 30 s grace
+    assert all(set(w["proofPhases"].values()) == {"Running"} for w in watch)
+    assert all(p["readAt"] for name, p in printed["pods"].items() if name in typed.pods)

@@ -85,8 +85,10 @@ def test_verifier_pod_is_waited_for_until_its_container_terminated(plans: dict[s
     assert spec["restartPolicy"] == "Never"
     assert spec["automountServiceAccountToken"] is True
     assert spec["serviceAccountName"] == "gpushare-verifier"
-    assert spec["containers"][0]["command"] == ["python3", "/gpushare/verifier.py"]
-    assert spec["containers"][0]["volumeMounts"][0] == {"name": "probes", "mountPath": "/gpushare", "readOnly": True}
+    assert spec["containers"][0]["command"] == ["python3", "-m", "incluster.verifier"]
+    assert spec["containers"][0]["volumeMounts"][0] == {"name": "probes", "mountPath": "/opt/gpushare/incluster",
+                                                        "readOnly": True}  # fmt: skip
+    assert {"name": "PYTHONPATH", "value": "/opt/gpushare"} in spec["containers"][0]["env"]
 
 
 def test_verifier_timeout_is_beyond_its_deadline(plans: dict[str, Plan], tmp_path: Path) -> None:

@@ -106,6 +106,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         pinned_pods=pinned_pods(cfg, proof),
         device_limit_env=tuple(proof.device_limit_env),
         whole_gpu_card_index=0 if whole else None,
+        provenance=True,  # the workloads give each probe its Pod (downward API); the verifier watches the over-commit
     )  # fmt: skip
 
 

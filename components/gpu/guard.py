@@ -36,7 +36,8 @@ _GPU_LIMIT = (
     "(has(c.resources) && has(c.resources.limits)"
     f" && c.resources.limits.exists(k, k.startsWith('{audit.GPU_RESOURCE_PREFIX}')))"
 )
-_DEVICE_PATHS = " || ".join(f"v.hostPath.path.startsWith('{p}')" for p in audit.DEVICE_PATH_PREFIXES)
+# The audit's one path rule (audit.is_device_path) as RE2, each backslash doubled for the CEL string literal.
+_DEVICE_PATHS = "v.hostPath.path.matches('" + audit.device_path_pattern().replace("\\", "\\\\") + "')"
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,7 @@ RULES: dict[str, GuardRule] = {
         ),
         GuardRule(
             "device-host-path",
-            "!(has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.hostPath)"
-            f" && ({_DEVICE_PATHS} || v.hostPath.path in {_cel_list(audit.WHOLE_DEVICE_TREES)})))",
+            f"!(has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.hostPath) && {_DEVICE_PATHS}))",
             "a hostPath of /dev/nvidia* (or /dev, /) reaches the cards without a request: request the GPU",
         ),
     )

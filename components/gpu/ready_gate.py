@@ -23,7 +23,7 @@ from components import incluster
 from components.contracts.names import stack_scoped
 from components.reader_account import reader_account
 
-SCRIPT = f"{incluster.MOUNT_PATH}/ready_gate_pod.py"
+COMMAND = incluster.pod_command("ready_gate_pod")
 MARGIN_SECONDS = 120
 """The Job's deadline beyond the gate's own (image pull and start), and Pulumi's beyond the Job's."""
 
@@ -81,9 +81,10 @@ def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> d
                 "containers": [{
                     "name": "gate",
                     "image": args.image,
-                    "command": ["python3", SCRIPT],
+                    "command": COMMAND,
                     "env": [{"name": "GATE_PATH", "value": path}, {"name": "GATE_READY", "value": args.ready_rule},
                             {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)},
+                            *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
                             *([{"name": "GATE_HINT", "value": args.hint}] if args.hint else [])],
                     "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
                     # The gate's last line ("not ready in time: … last seen: …") becomes the message the

@@ -1,6 +1,6 @@
 """ctypes onto the CUDA driver API and NVML, plus what every probe shares: times, stderr capture, result files.
 
-Standard library only: this file is mounted flat beside the probes at /gpushare and imported from there.
+Standard library only: the probes beside it import it relatively, in a Pod as on a host.
 `GPUSHARE_LIBCUDA` / `GPUSHARE_LIBNVML` name other libraries to load (a missing one proves the error path).
 """
 

@@ -14,8 +14,11 @@ toolkit switch (`accept-nvidia-visible-devices-envvar-when-unprivileged = false`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from .strict import backsteps, normal_path
 
 LIMITED, UNLIMITED, SYSTEM = "limited", "unlimited", "system"
 CLASSES = (LIMITED, UNLIMITED, SYSTEM)
@@ -36,7 +39,8 @@ PRELOAD_PATH = "/etc/ld.so.preload"
 NODE_MEMORY_LABEL = "nvidia.com/gpu.memory"
 GKE_STRATEGY_LABEL = "cloud.google.com/gke-gpu-sharing-strategy"
 DEVICE_PATH_PREFIXES = ("/dev/nvidia",)
-WHOLE_DEVICE_TREES = ("/", "/dev", "/dev/")
+WHOLE_DEVICE_TREES = ("/", "/dev")
+"""Paths in their normal form (strict.normal_path): `/dev/`, `/dev/.` and `//dev` are `/dev`."""
 
 REASONS: dict[str, str] = {
     "system-namespace": "a namespace of the GPU software itself, which needs the whole card",
@@ -84,9 +88,31 @@ def _asks_visible_devices(container: Mapping[str, Any]) -> bool:
     return value is not None and value.strip().lower() not in NO_DEVICE_VALUES
 
 
+def is_device_path(path: str) -> bool:
+    """A hostPath that reaches the GPU device nodes, judged on its normal form (`/dev//nvidia0` is `/dev/nvidia0`);
+    one with a `..` segment is not resolved but counted (the API server refuses it: validatePathNoBacksteps)."""
+    normal = normal_path(path)
+    return backsteps(path) or normal.startswith(DEVICE_PATH_PREFIXES) or normal in WHOLE_DEVICE_TREES
+
+
+_SKIP = r"/(\.?/)*"
+"""One separator as the kernel reads it: `/` followed by any `./` and `/`."""
+
+
+def device_path_pattern() -> str:
+    """`is_device_path` as one RE2 pattern (the admission guard's CEL `matches`): the same paths, spelled any way."""
+    def segments(path: str) -> list[str]:
+        return [re.escape(s) for s in path.split("/") if s]
+
+    trees = [r"^/(\.?/)*\.?$" if not segments(t) else "^" + _SKIP + _SKIP.join(segments(t)) + r"(/\.?)*$"
+             for t in WHOLE_DEVICE_TREES]  # fmt: skip
+    prefixes = ["^" + _SKIP + _SKIP.join(segments(p)) for p in DEVICE_PATH_PREFIXES]
+    return "|".join([*trees, *prefixes, r"(^|/)\.\.(/|$)"])
+
+
 def _device_host_paths(spec: Mapping[str, Any]) -> list[str]:
     paths = [str((v.get("hostPath") or {}).get("path") or "") for v in spec.get("volumes") or [] if v.get("hostPath")]
-    return [p for p in paths if p.startswith(DEVICE_PATH_PREFIXES) or p in WHOLE_DEVICE_TREES]
+    return [p for p in paths if is_device_path(p)]
 
 
 def _privileged(container: Mapping[str, Any]) -> bool:

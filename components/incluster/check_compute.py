@@ -7,39 +7,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_rule import (
-        COMPUTE_TOLERANCE,
-        MIN_COMPUTE_SECONDS,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        library_mapped,
-        not_ok,
-        preloaded,
-        verdict,
-    )
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation
-except ImportError:  # mounted flat in a Pod
-    from check_rule import (  # type: ignore[no-redef]
-        COMPUTE_TOLERANCE,
-        MIN_COMPUTE_SECONDS,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        library_mapped,
-        not_ok,
-        preloaded,
-        verdict,
-    )
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-
+from .check_rule import (
+    COMPUTE_TOLERANCE,
+    MIN_COMPUTE_SECONDS,
+    Check,
+    Judgement,
+    Rule,
+    enforces_nothing,
+    library_absent,
+    library_mapped,
+    not_ok,
+    preloaded,
+    verdict,
+)
+from .evidence import probe_error
+from .expectation import Expectation
+from .record import Record
 
 # ---------------------------------------------------------------- compute-limited
 
@@ -61,39 +44,15 @@ JUDGED_SHAPE = "short_many"
 """The shape this check judges, whatever the probe says it judged: short many-block launches (the title)."""
 SHARE_ROUNDING = 0.0051
 """The probe rounds a share to 3 places: a reported share further than this from its two means is not theirs."""
-TIMELINE_TOLERANCE = 0.02
-"""The per-second timeline is rounded to 0.1 GFMA/s and bucketed by whole seconds: its window mean lies within 2 %."""
 GRID_KEYS = ("blocks", "threads", "iters")
+"""A shape's own figures (timeline, mean, extremes, launches) agree with each other, or the record refused them
+(probe_schema.shape-agrees-with-its-timeline): here the shapes are compared with each other and the plan."""
 NO_LIMIT = {
     "hami-core": ("GPU_CORE_UTILIZATION_POLICY", "disable"),
     "mps": ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"),
 }
 """The setting that lifts each mechanism's compute limit (HAMi-core's policy, read in
 src/multiprocess/multiprocess_memory_limit.c; MPS's full thread percentage)."""
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _timeline(name: str, label: str, m: Mapping[str, Any]) -> list[str]:
-    """The per-second timeline against the window it claims: its length, and its window's mean against mean_per_s."""
-    timeline, mean = m.get("timeline_per_s"), _number(m.get("mean_per_s"))
-    warmup, window = _number(m.get("warmup_s")), _number(m.get("window_s"))
-    if not isinstance(timeline, list) or warmup is None or window is None or mean is None or window <= 0:
-        return [f"Pod {name}: the {label} reports no per-second timeline, warm-up, window or mean to check each other"]
-    seconds = int(warmup + window)
-    if len(timeline) != seconds:
-        return [f"Pod {name}: the {label}'s timeline has {len(timeline)} seconds, its {warmup:g} s warm-up and"
-                f" {window:g} s window make {seconds}"]  # fmt: skip
-    inside = [float(x) for x in timeline[int(warmup) :] if _number(x) is not None]
-    if len(inside) != seconds - int(warmup):
-        return [f"Pod {name}: the {label}'s timeline holds values that are not numbers"]
-    again = sum(inside) / window
-    if abs(again - mean) > TIMELINE_TOLERANCE * max(abs(mean), 1.0):
-        return [f"Pod {name}: the {label}'s timeline averages {again:.2f} GFMA/s over its window, its mean_per_s"
-                f" says {mean}"]  # fmt: skip
-    return []
 
 
 def _baseline_problems(e: Expectation, name: str, r: Mapping[str, Any], m: Mapping[str, Any],
@@ -128,36 +87,32 @@ def _share(name: str, r: Mapping[str, Any], m: Mapping[str, Any], base: Mapping[
            problems: list[str]) -> float | None:  # fmt: skip
     """The share recomputed from the two means, after comparing it with the share the probe reported."""
     reported = (r.get("share") or {}).get(JUDGED_SHAPE)
-    mean, base_mean = _number(m.get("mean_per_s")), _number(base.get("mean_per_s"))
+    mean, base_mean = m.get("mean_per_s"), base.get("mean_per_s")
     if mean is None or not base_mean:
         problems.append(f"Pod {name}: no share of an unlimited baseline{probe_error(r)}")
         return None
     share = mean / base_mean
-    if _number(reported) is None or abs(float(reported) - share) > SHARE_ROUNDING:
+    if reported is None or abs(float(reported) - share) > SHARE_ROUNDING:
         problems.append(f"Pod {name}: the probe reports share {reported}, its mean_per_s {mean} over the baseline's"
                         f" {base_mean} is {share:.3f}")  # fmt: skip
     return share
 
 
-def _compute_limited(ev: Evidence) -> Judgement:
-    e = ev.expect
+def _compute_limited(rec: Record) -> Judgement:
+    e = rec.expect
     if e.cores_percent is None:
         return False, "no coresPercent was requested, so there is no compute limit to test", ""
     key = COMPUTE_LIMIT_ENV[e.mechanism]
     target = e.cores_percent / 100
     problems, seen = [], []
-    for name in e.compute_pods or tuple(ev.names):
-        r = ev.compute(name)
-        if r is None:
-            problems.append(ev.missing(name, "compute"))
-            continue
+    for name in e.compute_pods or tuple(rec.names):
+        r = rec.compute(name) or {}
         problems += library_absent(e, name, r)
-        problems += ev.tied(name, "compute")
         m = (r.get("shapes") or {}).get(JUDGED_SHAPE) or {}
         base = (((r.get("baseline") or {}).get("shapes") or {}).get(JUDGED_SHAPE)) or {}
         env = r.get("env") or {}
         limit = env.get(key)
-        memory_uuid = (ev.memory(name) or {}).get("gpu_uuid")
+        memory_uuid = (rec.memory(name) or {}).get("gpu_uuid")
         seen.append(
             f"{name}: {JUDGED_SHAPE} ({m.get('blocks')} blocks, {m.get('launch_ms_median')} ms a launch) mean"
             f" {m.get('mean_per_s')} GFMA/s over {m.get('window_s')} s after {m.get('warmup_s')} s (per second"
@@ -175,11 +130,10 @@ def _compute_limited(ev: Evidence) -> Judgement:
             problems.append(f"Pod {name}: its own process ran with {lift_key}={env.get(lift_key)}, which lifts the"
                             " limit it was measured under")  # fmt: skip
         window = m.get("window_s")
-        if not isinstance(window, (int, float)) or window < MIN_COMPUTE_SECONDS:
+        if window is None or window < MIN_COMPUTE_SECONDS:
             problems.append(f"Pod {name}: a {window} s window is too short (≥ {MIN_COMPUTE_SECONDS} s)")
-        problems += _timeline(name, "measured run", m)
         if base:
-            problems += _timeline(name, "baseline", base) + _baseline_problems(e, name, r, m, base)
+            problems += _baseline_problems(e, name, r, m, base)
         if not r.get("gpu_uuid") or r.get("gpu_uuid") != memory_uuid:
             problems.append(
                 f"Pod {name}: compute ran on {r.get('gpu_uuid')}, the memory probe on {memory_uuid}: not shown to be"
@@ -204,4 +158,5 @@ COMPUTE_LIMITED = Check(
         "mps": Rule(_compute_expected, _compute_limited),
         "time-sharing": Rule(_compute_time_sharing_expected, enforces_nothing("compute")),
     },
+    reads=("compute",),
 )

@@ -4,21 +4,11 @@ Standard library only."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_rule import MIB, Check, Judgement, Rule, env_problems, verdict
-    from .evidence import Evidence
-    from .expectation import Expectation
-    from .parse import parse_metrics
-except ImportError:  # mounted flat in a Pod
-    from check_rule import MIB, Check, Judgement, Rule, env_problems, verdict  # type: ignore[no-redef]
-    from evidence import Evidence  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_metrics  # type: ignore[no-redef]
-
+from .check_rule import MIB, Check, Judgement, Rule, env_problems, verdict
+from .expectation import Expectation
+from .record import Record
 
 # ---------------------------------------------------------------- monitor-metrics
 
@@ -30,26 +20,23 @@ def _monitor_expected(e: Expectation) -> str:
     )
 
 
-def _monitor_metrics(ev: Evidence) -> Judgement:
-    e = ev.expect
+def _monitor_metrics(rec: Record) -> Judgement:
+    e = rec.expect
     floor = e.hold_mib * MIB
     problems, seen = [], []
-    for name in ev.names:
-        node = ev.node_of(name)
-        uuid = (ev.memory(name) or {}).get("gpu_uuid")
-        if name not in ev.pods:
-            problems.append(ev.missing(name))
-            continue
+    for name in rec.names:
+        node = rec.node_of(name)
+        uuid = (rec.memory(name) or {}).get("gpu_uuid")
         if not node:
             problems.append(f"Pod {name} has no node, so there is no monitor to read")
             continue
-        if node not in ev.metrics:
-            errors = [x for x in ev.errors if node in x or "monitor" in x]
+        samples = rec.samples(node)
+        if samples is None:
+            errors = [x for x in rec.errors if node in x or "monitor" in x]
             problems.append(
                 f"no metrics were read from the monitor on node {node}" + (f" ({'; '.join(errors)})" if errors else "")
             )
             continue
-        samples = parse_metrics(ev.metrics[node])
 
         def series(metric: str, pod: str = name, card: Any = uuid, samples: list[Any] = samples) -> list[float]:
             return [
@@ -70,11 +57,7 @@ def _monitor_metrics(ev: Evidence) -> Judgement:
                 f" {uuid} (series seen for: {pods_seen or 'no Pod'})"
             )
             continue
-        odd = [v for v in (*limits, *used) if not math.isfinite(v)]
-        if odd:
-            shown = "NaN" if math.isnan(odd[0]) else str(odd[0])
-            problems.append(f"Pod {name}: the monitor reports {shown} for its memory series: not a measurement")
-            continue
+        # Finite, once per Pod and card, used within limit: record.monitor_samples refused the text otherwise.
         if any(int(v) != e.limit_bytes for v in limits):
             problems.append(f"Pod {name}: hami_vgpu_memory_limit_bytes {limits}, expected {e.limit_bytes}")
         if max(used) < floor:
@@ -92,18 +75,12 @@ def _preload_expected(e: Expectation) -> str:
     )
 
 
-def _preload_mechanism(ev: Evidence) -> Judgement:
-    e = ev.expect
-    library = e.preload_library
-    results, problems = ev.all_memory()
-    seen = []
-    for name, r in results.items():
-        preload = r.get("preload")
-        if not isinstance(preload, Mapping):
-            problems.append(f"Pod {name}: the probe reported no preload evidence (listed and mapped libraries)")
-            continue
-        listed = [str(x) for x in preload.get("listed") or []]
-        mapped = [str(x) for x in preload.get("mapped") or []]
+def _preload_mechanism(rec: Record) -> Judgement:
+    e = rec.expect
+    library = e.preload_library or ""
+    problems, seen = [], []
+    for name, r in rec.memories().items():
+        listed, mapped = r["preload"]["listed"], r["preload"]["mapped"]  # lists of strings: the record checked them
         seen.append(f"{name}: listed {listed}, mapped {mapped}")
         if not any(x.endswith(library) for x in listed):
             problems.append(
@@ -121,6 +98,7 @@ MONITOR_METRICS = Check(
     "monitor-metrics",
     "The node-local monitor exports each Pod's limit and usage",
     {"hami-core": Rule(_monitor_expected, _monitor_metrics)},
+    reads=("pods", "memory", "metrics"),
 )
 PRELOAD_MECHANISM = Check(
     "preload-mechanism",

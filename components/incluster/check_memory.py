@@ -7,39 +7,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
-    from .check_rule import (
-        MAX_CONTEXT_OVERHEAD_MIB,
-        SEARCH_STEP_MIB,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        not_ok,
-        verdict,
-    )
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation
-    from .parse import timestamp
-except ImportError:  # mounted flat in a Pod
-    from check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems  # type: ignore[no-redef]
-    from check_rule import (  # type: ignore[no-redef]
-        MAX_CONTEXT_OVERHEAD_MIB,
-        SEARCH_STEP_MIB,
-        Check,
-        Judgement,
-        Rule,
-        enforces_nothing,
-        library_absent,
-        not_ok,
-        verdict,
-    )
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import timestamp  # type: ignore[no-redef]
-
+from .check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
+from .check_rule import (
+    MAX_CONTEXT_OVERHEAD_MIB,
+    SEARCH_STEP_MIB,
+    Check,
+    Judgement,
+    Rule,
+    enforces_nothing,
+    library_absent,
+    not_ok,
+    verdict,
+)
+from .evidence import probe_error
+from .expectation import Expectation
+from .record import Record
+from .strict import instant
 
 # ---------------------------------------------------------------- memory-enforced
 
@@ -86,9 +69,9 @@ def _memory_hami_core_expected(e: Expectation) -> str:
     return text + ("; in the sweep no size above the quota succeeds" if e.sweep_gib else "")
 
 
-def _memory_hami_core(ev: Evidence) -> Judgement:
-    e = ev.expect
-    results, problems = ev.all_memory()
+def _memory_hami_core(rec: Record) -> Judgement:
+    e = rec.expect
+    results, problems = rec.memories(), []
     seen: list[str] = []
     measured_contexts: set[str] = set()
     for name, r in results.items():
@@ -98,7 +81,7 @@ def _memory_hami_core(ev: Evidence) -> Judgement:
         largest, total, free = r.get("largest_alloc_mib"), r.get("visible_total_mib"), r.get("visible_free_mib")
         context = int(total) - int(free) if total is not None and free is not None else None
         measured_contexts.add(str(context))
-        ooms, disagree = library_lines(ev, name, r)
+        ooms, disagree = library_lines(rec, name, r)
         problems += disagree
         seen.append(
             f"{name}: hold {hold.get('hold_mib')} MiB ok={hold.get('ok')}, +{hold.get('extra_mib')} MiB"
@@ -150,9 +133,9 @@ def _memory_mps_expected(e: Expectation) -> str:
     )
 
 
-def _memory_mps(ev: Evidence) -> Judgement:
-    e = ev.expect
-    results, problems = ev.all_memory()
+def _memory_mps(rec: Record) -> Judgement:
+    e = rec.expect
+    results, problems = rec.memories(), []
     seen = []
     for name, r in results.items():
         problems += not_ok(name, r)
@@ -215,37 +198,32 @@ def _neighbor_expected(e: Expectation) -> str:
     )
 
 
-def _holds(ev: Evidence, name: str, r: Mapping[str, Any]) -> list[tuple[float, float]]:
+def _holds(rec: Record, name: str, r: Mapping[str, Any]) -> list[tuple[float, float]]:
     """The spans during which Pod `name` held its memory and survived: the hold phase, then its keep-holding
-    until the container ended (or now, while it runs)."""
+    until the container ended (or now, while it runs). The record has ordered each span's ends."""
     hold = (r.get("phases") or {}).get("hold") or {}
     spans = []
-    start, end = timestamp(hold.get("started_at")), timestamp(hold.get("ended_at"))
-    if hold.get("ok") is True and start is not None and end is not None:
-        spans.append((start, end))
-    since = timestamp(r.get("keep_holding_since"))
-    if since is not None and ev.pod(name).get("phase") == "Running":
-        ended = ev.container_ended_at(name)
-        spans.append((since, float("inf") if ended is None else ended))
+    if hold.get("ok") is True:
+        spans.append((instant(hold["started_at"], "hold"), instant(hold["ended_at"], "hold")))
+    since = r.get("keep_holding_since")
+    if since is not None and rec.pod(name).get("phase") == "Running":
+        ended = rec.container_ended_at(name)
+        spans.append((instant(since, "keep_holding_since"), float("inf") if ended is None else ended))
     return spans
 
 
-def _neighbor_isolation(ev: Evidence) -> Judgement:
-    e = ev.expect
-    results, problems = ev.all_memory()
+def _neighbor_isolation(rec: Record) -> Judgement:
+    e = rec.expect
+    results, problems = rec.memories(), []
     seen = []
     spans = {}
     for name, r in results.items():
         hold = _hold_and_extra(e, name, r, problems)
-        spans[name] = _holds(ev, name, r)
-        start, end = timestamp(hold.get("started_at")), timestamp(hold.get("ended_at"))
-        if start is not None and end is not None and end < start:
-            problems.append(f"Pod {name}: its hold ended before it started ({hold.get('started_at')} →"
-                            f" {hold.get('ended_at')})")  # fmt: skip
+        spans[name] = _holds(rec, name, r)
         seen.append(
             f"{name}: hold {hold.get('started_at')}..{hold.get('ended_at')} ok={hold.get('ok')},"
             f" extra refused={hold.get('extra_ok') is False}, keeps holding since {r.get('keep_holding_since')}"
-            f" (phase {ev.pod(name).get('phase')})"
+            f" (phase {rec.pod(name).get('phase')})"
         )
     names = list(results)
     for i, a in enumerate(names):

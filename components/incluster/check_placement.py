@@ -7,26 +7,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-try:
-    from .check_rule import (
-        MAX_CONTEXT_OVERHEAD_MIB,
-        Check,
-        Judgement,
-        Rule,
-        env_problems,
-        env_text,
-        everywhere,
-        verdict,
-    )
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation
-    from .parse import parse_allocation, parse_node_register, parse_nvidia_smi_memory
-except ImportError:  # mounted flat in a Pod
-    from check_rule import MAX_CONTEXT_OVERHEAD_MIB, Check, Judgement, Rule, env_problems, env_text, everywhere, verdict  # type: ignore[no-redef]
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_allocation, parse_node_register, parse_nvidia_smi_memory  # type: ignore[no-redef]
-
+from .check_rule import (
+    MAX_CONTEXT_OVERHEAD_MIB,
+    Check,
+    Judgement,
+    Rule,
+    env_problems,
+    env_text,
+    everywhere,
+    verdict,
+)
+from .evidence import probe_error
+from .expectation import Expectation
+from .record import Record
 
 # ---------------------------------------------------------------- same-gpu
 
@@ -41,11 +34,15 @@ def _same_gpu_expected(e: Expectation) -> str:
     return text
 
 
-def _same_gpu(ev: Evidence) -> Judgement:
-    e = ev.expect
-    results, problems = ev.all_memory()
+def _cards(value: str) -> list[str]:
+    return [card.strip() for card in value.split(",") if card.strip()]
+
+
+def _same_gpu(rec: Record) -> Judgement:
+    e = rec.expect
+    results, problems = rec.memories(), []
     uuids = {name: r.get("gpu_uuid") for name, r in results.items()}
-    nodes = {name: ev.node_of(name) for name in ev.names}
+    nodes = {name: rec.node_of(name) for name in rec.names}
     for name, r in results.items():
         if not uuids[name]:
             problems.append(f"Pod {name} reported no GPU UUID{probe_error(r)}")
@@ -53,11 +50,14 @@ def _same_gpu(ev: Evidence) -> Judgement:
         # A privileged container sees every card: device 0 of a multi-GPU node is not the one it was given.
         # Unset (GKE's device plugin mounts device nodes instead) says nothing either way.
         visible = str((r.get("env") or {}).get("NVIDIA_VISIBLE_DEVICES") or "")
-        if visible and uuids[name] not in visible.split(","):
+        if visible and uuids[name] not in _cards(visible):
             problems.append(
                 f"Pod {name}: NVIDIA_VISIBLE_DEVICES={visible or '(unset)'} does not name {uuids[name]},"
                 " so the card it measured is not shown to be the one it was given"
             )
+        elif visible and set(_cards(visible)) != {uuids[name]}:
+            problems.append(f"Pod {name}: NVIDIA_VISIBLE_DEVICES={visible} names cards beside {uuids[name]}: the"
+                            " Pod was given more than the one card it shares")  # fmt: skip
     if len({u for u in uuids.values() if u}) > 1:
         problems.append("the Pods are on different GPUs: " + ", ".join(f"{n}={u}" for n, u in uuids.items()))
     placed = {n for n in nodes.values() if n}
@@ -70,32 +70,39 @@ def _same_gpu(ev: Evidence) -> Judgement:
     annotation = e.allocation_annotation
     allocated: dict[str, list[dict[str, Any]]] = {}
     if annotation:
-        for name in ev.names:
-            allocated[name] = parse_allocation((ev.pod(name).get("annotations") or {}).get(annotation))
+        for name in rec.names:
+            allocated[name] = rec.allocated(name)
             if not allocated[name]:
                 problems.append(f"Pod {name} has no {annotation} annotation")
                 continue
             cards = [d["uuid"] for d in allocated[name]]
             if uuids.get(name) and uuids[name] not in cards:
                 problems.append(f"{annotation} of Pod {name} names {cards}, the probe saw {uuids[name]}")
+            elif uuids.get(name) and set(cards) != {uuids[name]}:
+                problems.append(f"{annotation} of Pod {name} names {cards}: cards beside the {uuids[name]} it shares")
             sizes = sorted({d["memMiB"] for d in allocated[name]})
             if sizes != [e.slice_mib]:
                 problems.append(f"{annotation} of Pod {name} allocates {sizes} MiB, the slice is {e.slice_mib} MiB")
+            limit = (results.get(name) or {}).get("env", {}).get("CUDA_DEVICE_SM_LIMIT")
+            cores = sorted({d["cores"] for d in allocated[name]})
+            if e.mechanism == "hami-core" and limit not in (None, "") and [str(c) for c in cores] != [limit]:
+                problems.append(f"{annotation} of Pod {name} allocates {cores}% of the cores, its env says"
+                                f" CUDA_DEVICE_SM_LIMIT={limit}: the allocation and the limit disagree")  # fmt: skip
     seen = [
         f"{n}: uuid={uuids.get(n)}, node={nodes.get(n)}"
         + (f", {annotation}={[(d['uuid'], d['memMiB']) for d in allocated.get(n, [])]}" if annotation else "")
-        for n in ev.names
+        for n in rec.names
     ]
     if e.system == "kai" and e.host_proof:
         seen.append(f"KAI's {KAI_MEMORY_ANNOTATION} ask: not run on a host (a process has no Pod annotations)")
     elif e.system == "kai":
         # KAI is asked through the Pod's own annotation; its binder sizes HAMi-core's limit from it.
-        for name in ev.names:
-            ask = (ev.pod(name).get("annotations") or {}).get(KAI_MEMORY_ANNOTATION)
+        for name in rec.names:
+            ask = (rec.pod(name).get("annotations") or {}).get(KAI_MEMORY_ANNOTATION)
             if str(ask) != str(e.slice_mib):
                 problems.append(f"Pod {name} asks KAI {KAI_MEMORY_ANNOTATION}={ask}, the slice is {e.slice_mib} MiB")
     one = next((u for u in uuids.values() if u), None)
-    return verdict(problems, f"all {len(ev.names)} Pods report the same GPU, {one}", seen)
+    return verdict(problems, f"all {len(rec.names)} Pods report the same GPU, {one}", seen)
 
 
 # ---------------------------------------------------------------- view-isolation
@@ -115,54 +122,44 @@ def _view_kept_expected(e: Expectation) -> str:
     )
 
 
-def _whole_gpu(ev: Evidence, seen: list[str], problems: list[str]) -> None:
-    e = ev.expect
+def _whole_gpu(rec: Record, seen: list[str], problems: list[str]) -> None:
+    e = rec.expect
     whole, label = e.whole_gpu_pod, e.node_memory_label
     if not (whole and label):
         return
-    pod = ev.pods.get(whole)
-    smi = parse_nvidia_smi_memory((pod or {}).get("logs", "")) if pod else None
-    node = (pod or {}).get("nodeName") or next((ev.node_of(n) for n in ev.names if ev.node_of(n)), None)
-    labelled = ((ev.nodes.get(node or "") or {}).get("labels") or {}).get(label)
-    seen.append(f"{whole}: nvidia-smi total {smi[1] if smi else None} MiB, {label}={labelled} on {node}")
+    pod = rec.pods.get(whole)
+    smi = rec.smi_total(whole) if pod else None
+    node = (pod or {}).get("nodeName") or next((rec.node_of(n) for n in rec.names if rec.node_of(n)), None)
+    labelled = ((rec.nodes.get(node or "") or {}).get("labels") or {}).get(label)
+    seen.append(f"{whole}: nvidia-smi total {smi} MiB, {label}={labelled} on {node}")
     if pod is None:
         problems.append(f"whole-GPU Pod {whole} was not found")
     elif smi is None:
         problems.append(f"whole-GPU Pod {whole} printed no nvidia-smi memory column")
     elif labelled is None:
         problems.append(f"node {node} has no {label} label")
-    elif str(smi[1]) != str(labelled).strip():
-        problems.append(f"the whole GPU shows {smi[1]} MiB but node {node} is labelled {label}={labelled}")
-
-
-def _free_within_total(name: str, r: Mapping[str, Any]) -> list[str]:
-    """Free memory is part of the total it is reported with, in cuMemGetInfo and NVML alike."""
-    problems = []
-    for label, free, total in (("cuMemGetInfo", r.get("visible_free_mib"), r.get("visible_total_mib")),
-                               ("NVML", r.get("nvml_free_mib"), r.get("nvml_total_mib"))):  # fmt: skip
-        if isinstance(free, int) and isinstance(total, int) and not 0 <= free <= total:
-            problems.append(f"Pod {name}: {label} reports {free} MiB free of a {total} MiB total")
-    return problems
+    elif str(smi) != str(labelled).strip():
+        problems.append(f"the whole GPU shows {smi} MiB but node {node} is labelled {label}={labelled}")
 
 
 TotalsJudge = Callable[[str, Mapping[str, Any], Any, Any], list[str]]
 """(Pod, its memory result, cuMemGetInfo total, NVML total) → what is wrong with those totals."""
 
 
-def _views(ev: Evidence, judge_totals: TotalsJudge) -> tuple[list[str], list[str]]:
-    """Each Pod's two totals, free memory within each, and `judge_totals(name, result, cuda, nvml)`'s problems."""
-    results, problems = ev.all_memory()
-    seen = []
-    for name, r in results.items():
+def _views(rec: Record, judge_totals: TotalsJudge) -> tuple[list[str], list[str]]:
+    """Each Pod's two totals and `judge_totals(name, result, cuda, nvml)`'s problems (free within each total is the
+    record's: view-free-within-total, nvml-free-within-total)."""
+    problems, seen = [], []
+    for name, r in rec.memories().items():
         cuda, nvml = r.get("visible_total_mib"), r.get("nvml_total_mib")
         seen.append(f"{name}: CUDA {cuda} MiB, NVML {nvml} MiB")
-        problems += _free_within_total(name, r) + judge_totals(name, r, cuda, nvml)
+        problems += judge_totals(name, r, cuda, nvml)
     return problems, seen
 
 
-def _view_rewritten(ev: Evidence) -> Judgement:
+def _view_rewritten(rec: Record) -> Judgement:
     """Both totals equal the slice's view: what HAMi-core rewrites (cuMemGetInfo and NVML alike)."""
-    e = ev.expect
+    e = rec.expect
 
     def totals(name: str, r: Mapping[str, Any], cuda: Any, nvml: Any) -> list[str]:
         problems = []
@@ -173,15 +170,15 @@ def _view_rewritten(ev: Evidence) -> Judgement:
                 problems.append(f"Pod {name}: {label} total is {value} MiB, not {e.visible_mib}")
         return problems
 
-    problems, seen = _views(ev, totals)
-    _whole_gpu(ev, seen, problems)
+    problems, seen = _views(rec, totals)
+    _whole_gpu(rec, seen, problems)
     return verdict(problems, f"each Pod sees {e.visible_mib} MiB of the {e.card_mib} MiB card", seen)
 
 
-def _view_kept(ev: Evidence) -> Judgement:
+def _view_kept(rec: Record) -> Judgement:
     """The whole card, as a fact: NVML reports the card as nvidia-smi does; cuMemGetInfo the card less what the
     driver keeps back (616 MiB on an H200), never the slice."""
-    e = ev.expect
+    e = rec.expect
 
     def totals(name: str, r: Mapping[str, Any], cuda: Any, nvml: Any) -> list[str]:
         if cuda is None or nvml is None:
@@ -193,7 +190,7 @@ def _view_kept(ev: Evidence) -> Judgement:
             problems.append(f"Pod {name}: cuMemGetInfo total is {cuda} MiB, not the {e.card_mib} MiB card")
         return problems
 
-    problems, seen = _views(ev, totals)
+    problems, seen = _views(rec, totals)
     return verdict(problems, f"not rewritten by {e.mechanism}: each Pod sees the whole {e.card_mib} MiB card", seen)
 
 
@@ -219,10 +216,10 @@ def _quota_injection_expected(e: Expectation) -> str:
     return text
 
 
-def _quota_injection(ev: Evidence) -> Judgement:
-    e = ev.expect
+def _quota_injection(rec: Record) -> Judgement:
+    e = rec.expect
     wanted = _wanted_env(e)
-    results, problems = ev.all_memory()
+    results, problems = rec.memories(), []
     seen = []
     for name, r in results.items():
         env = r.get("env") or {}
@@ -231,19 +228,22 @@ def _quota_injection(ev: Evidence) -> Judgement:
     reg = e.node_registration
     if reg:
         slots = reg.cards_per_node * reg.slots_per_card
-        for node in sorted({n for n in (ev.node_of(p) for p in ev.names) if n}):
-            obj = ev.nodes.get(node) or {}
+        for node in sorted({n for n in (rec.node_of(p) for p in rec.names) if n}):
+            obj = rec.nodes.get(node) or {}
             allocatable = (obj.get("allocatable") or {}).get(reg.resource)
-            devices = {d["id"]: d for d in parse_node_register((obj.get("annotations") or {}).get(reg.annotation))}
+            devices = {d["id"]: d for d in rec.registered(node) or []}
             seen.append(
                 f"node {node}: allocatable {reg.resource}={allocatable}, registered "
                 + ", ".join(f"{i} devmem={d['devmem']}" for i, d in devices.items())
             )
             if str(allocatable) != str(slots):
                 problems.append(f"node {node}: allocatable {reg.resource}={allocatable}, expected {slots}")
-            for name in ev.names:
+            if devices and len(devices) != reg.cards_per_node:
+                problems.append(f"node {node}: {reg.annotation} registers {len(devices)} cards, the node's"
+                                f" {slots} slots are {reg.cards_per_node} card × {reg.slots_per_card}")  # fmt: skip
+            for name in rec.names:
                 uuid = (results.get(name) or {}).get("gpu_uuid")
-                if ev.node_of(name) != node or not uuid:
+                if rec.node_of(name) != node or not uuid:
                     continue
                 if uuid not in devices:
                     problems.append(f"node {node}: {reg.annotation} does not list {uuid} of Pod {name}")
@@ -266,7 +266,11 @@ VIEW_ISOLATION = Check(
         "mps": Rule(_view_kept_expected, _view_kept),
         "time-sharing": Rule(_view_kept_expected, _view_kept),
     },
+    reads=("pods", "memory", "whole-gpu", "nodes"),
 )
 QUOTA_INJECTION = Check(
-    "quota-injection", "The quota reaches each container", everywhere(Rule(_quota_injection_expected, _quota_injection))
+    "quota-injection",
+    "The quota reaches each container",
+    everywhere(Rule(_quota_injection_expected, _quota_injection)),
+    reads=("pods", "memory", "nodes"),
 )

@@ -12,16 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
-    from .evidence import Evidence
-    from .expectation import Expectation
-    from .parse import parse_oom_lines
-except ImportError:  # mounted flat in a Pod
-    from check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB  # type: ignore[no-redef]
-    from evidence import Evidence  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from parse import parse_oom_lines  # type: ignore[no-redef]
+from .check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
+from .expectation import Expectation
+from .parse import parse_oom_lines
+from .record import Record
 
 OUT_OF_MEMORY = "CUDA_ERROR_OUT_OF_MEMORY"
 """What cuMemAlloc returns when HAMi-core (or MPS's pinned limit) refuses; any other error is something else."""
@@ -29,29 +23,33 @@ LINE_SLACK_MIB = 2
 """How far an OOM line's request may sit from usage + ask as the probe measured them (the view is read in MiB)."""
 
 
-def _is_oom(line: str) -> bool:
-    return bool(parse_oom_lines([line]))
-
-
-def library_lines(ev: Evidence, name: str, r: Mapping[str, Any]) -> tuple[list[dict[str, int]], list[str]]:
+def library_lines(rec: Record, name: str, r: Mapping[str, Any]) -> tuple[list[dict[str, int]], list[str]]:
     """The Pod's OOM lines, once the probe's JSON and the library's lines in the log agree; else the disagreement.
 
     The probe captures the library's stderr and replays it, so every line in the log is in its JSON, and every
-    JSON line of the probe's own process is in the log (its children's lines reach only the JSON)."""
-    in_json = [str(x).strip() for x in r.get("hami_oom_lines") or []]
-    in_log = [x.strip() for x in (ev.pod(name).get("logs") or "").splitlines()
-              if not x.lstrip().startswith("{") and _is_oom(x)]  # fmt: skip
+    JSON line of the probe's own process is in the log (its children's lines reach only the JSON). The own process
+    is the pid the probe reports for itself (provenance); before provenance, the first JSON line's. A line of a
+    process that is neither the probe nor its child is not the Pod's refusal: it is not counted."""
+    in_json, in_log, own_pid, foreign = rec.oom_lines(name)
     problems = []
     unknown = [x for x in in_log if x not in in_json]
     if unknown:
         problems.append(f"Pod {name}: its log holds {len(unknown)} HAMi-core OOM line(s) its probe's JSON lacks"
                         f" ({unknown[0]!r}): the JSON is not the library's account")  # fmt: skip
-    own = in_json[0].split(")]:")[0] if in_json else ""
-    unprinted = [x for x in in_json if own and x.startswith(own) and x not in in_log]
+    if own_pid is not None:
+        own = f"(pid:{own_pid} "
+        unprinted = [x for x in in_json if own in x and x not in in_log]
+    else:
+        own = in_json[0].split(")]:")[0] if in_json else ""
+        unprinted = [x for x in in_json if own and x.startswith(own) and x not in in_log]
     if unprinted:
         problems.append(f"Pod {name}: its probe's JSON lists {len(unprinted)} OOM line(s) of its own process that"
                         f" the library never printed in the log ({unprinted[0]!r})")  # fmt: skip
-    return parse_oom_lines(in_json), problems
+    lines = parse_oom_lines(in_json)
+    if foreign and not lines:
+        problems.append(f"Pod {name}: its {foreign} HAMi-core OOM line(s) name processes that are neither its probe"
+                        " nor the probe's children: not this Pod's refusals")
+    return lines, problems
 
 
 def refusal_problems(e: Expectation, name: str, r: Mapping[str, Any], lines: list[dict[str, int]],
@@ -77,9 +75,16 @@ def refusal_problems(e: Expectation, name: str, r: Mapping[str, Any], lines: lis
                 f"Pod {name}: the {e.extra_mib} MiB extra was refused with {hold.get('extra_error')} and no HAMi-core"
                 f" line asks its {e.hold_mib} + {e.extra_mib} MiB: the refusal is not shown to be the quota's"
             )
+    largest, total = r.get("largest_alloc_mib"), r.get("visible_total_mib")
+    if context is not None and largest is not None and total is not None and largest < total:
+        # Below the view's total the search asked largest + 1 MiB and was refused: the library's line says so.
+        ask = (context + largest + 1) * MIB
+        if not any(abs(o["requested"] - ask) <= LINE_SLACK_MIB * MIB for o in lines):
+            problems.append(f"Pod {name}: {largest + 1} MiB was refused with no HAMi-core line asking its"
+                            f" {context} + {largest + 1} MiB: the boundary is not shown to be the quota's")
     chunks = (r.get("phases") or {}).get("chunks") or {}
     got, size = chunks.get("allocated_mib"), chunks.get("chunk_mib")
-    if context is not None and isinstance(got, int) and isinstance(size, int) and chunks.get("error") == OUT_OF_MEMORY:
+    if context is not None and got is not None and size is not None and chunks.get("error") == OUT_OF_MEMORY:
         ask = (context + got + size) * MIB
         if not any(abs(o["requested"] - ask) <= LINE_SLACK_MIB * MIB for o in lines):
             problems.append(f"Pod {name}: the chunk after {got} MiB was refused with no HAMi-core line asking its"
@@ -91,15 +96,13 @@ def chunk_problems(e: Expectation, name: str, r: Mapping[str, Any]) -> list[str]
     """The chunk phase against the quota and the largest single allocation: both measure the same room."""
     chunks = (r.get("phases") or {}).get("chunks")
     largest = r.get("largest_alloc_mib")
-    if not isinstance(chunks, Mapping):
+    if chunks is None:
         return [f"Pod {name}: no chunk phase recorded"]
-    got, size = chunks.get("allocated_mib"), chunks.get("chunk_mib")
-    if not isinstance(got, int) or not isinstance(size, int) or size <= 0:
-        return [f"Pod {name}: the chunk phase reports no allocated_mib or chunk_mib ({dict(chunks)})"]
+    got, size = chunks["allocated_mib"], chunks["chunk_mib"]  # integers, chunk_mib ≥ 1: the record checked them
     problems = []
     if got > e.limit_mib:
         problems.append(f"Pod {name}: the chunks got {got} MiB past the {e.limit_mib:.0f} MiB quota")
-    if isinstance(largest, int) and not largest - size < got <= largest + SEARCH_STEP_MIB:
+    if largest is not None and not largest - size < got <= largest + SEARCH_STEP_MIB:
         problems.append(f"Pod {name}: the chunks got {got} MiB in {size} MiB steps, the largest single allocation"
                         f" was {largest} MiB: they measure the same room and disagree")  # fmt: skip
     if chunks.get("error") != OUT_OF_MEMORY:

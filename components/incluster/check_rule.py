@@ -1,5 +1,6 @@
-"""What every check is made of: a Rule per mechanism, the Check that holds them, and the helpers every
-family of checks shares (the verdict, the probe's own ok, the env a Pod must carry). Standard library only.
+"""What every check is made of: a Rule per mechanism, the Check that holds them and what it reads of the record,
+and the helpers every family of checks shares (the verdict, the probe's own ok, the env a Pod must carry).
+Standard library only.
 """
 
 from __future__ import annotations
@@ -8,12 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-try:
-    from .evidence import Evidence, probe_error
-    from .expectation import MECHANISMS, Expectation
-except ImportError:  # mounted flat in a Pod
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import MECHANISMS, Expectation  # type: ignore[no-redef]
+from .evidence import probe_error
+from .expectation import MECHANISMS, Expectation
+from .record import Record
 
 MIB = 1 << 20
 COMPUTE_TOLERANCE = 0.1
@@ -34,16 +32,18 @@ class Rule:
     """What proves a check under one mechanism: the sentence planned in advance, and the judgement."""
 
     expected: Callable[[Expectation], str]
-    judge: Callable[[Evidence], Judgement]
+    judge: Callable[[Record], Judgement]
 
 
 @dataclass(frozen=True)
 class Check:
-    """One proof check. A mechanism missing from `rules` does not offer it (the plan refuses to list it)."""
+    """One proof check. A mechanism missing from `rules` does not offer it (the plan refuses to list it). `reads`
+    names the record's parts it reads (record.READS): one that is not judgeable fails the check with its reason."""
 
     id: str
     title: str
     rules: Mapping[str, Rule]
+    reads: tuple[str, ...] = ("pods", "memory")
 
     def rule(self, mechanism: str) -> Rule:
         if mechanism not in self.rules:
@@ -106,13 +106,12 @@ def library_absent(e: Expectation, name: str, r: Mapping[str, Any]) -> list[str]
     ]
 
 
-def enforces_nothing(what: str) -> Callable[[Evidence], Judgement]:
-    def judge(ev: Evidence) -> Judgement:
-        results, _ = ev.all_memory()
+def enforces_nothing(what: str) -> Callable[[Record], Judgement]:
+    def judge(rec: Record) -> Judgement:
         seen = [
             f"{name}: largest allocation {r.get('largest_alloc_mib')} MiB of the {r.get('visible_total_mib')} MiB"
-            f" it sees, slice {ev.expect.slice_mib} MiB"
-            for name, r in results.items()
+            f" it sees, slice {rec.expect.slice_mib} MiB"
+            for name, r in rec.memories().items()
         ]
         return False, f"time-sharing enforces no {what} limit: each Pod may take the whole card", "; ".join(seen)
 

@@ -9,27 +9,21 @@ mechanism what it expects and how it judges), defined in the module of its famil
 
 The planned `expected` values, the judging and the report all derive from CHECKS. Adding a check is one new
 `Check` in its family's module, listed here, plus its test on recorded evidence (tests/test_cross_examination.py
-or tests/test_mechanisms.py). Every judgement cross-examines its evidence: a check passes only when its evidence
-is complete, comes from the proof Pods of this run, and agrees with the other facts it can see (docs/verification.md
-says which pairs each one compares). Standard library only.
+or tests/test_mechanisms.py). A check reads the evidence record (record.py) and only the parts it declares in
+`reads`, each validated and tied to its Pod before the check runs; one that is not judgeable fails the check with
+its reason. Every judgement then cross-examines what it reads: a check passes only when its evidence is complete
+and agrees with the other facts it can see (docs/verification.md says which pairs each one compares).
+Standard library only.
 """
 
 from __future__ import annotations
 
-try:
-    from .check_compute import COMPUTE_LIMITED
-    from .check_library import MONITOR_METRICS, PRELOAD_MECHANISM
-    from .check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
-    from .check_overcommit import OVERCOMMIT_REJECTED
-    from .check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION
-    from .check_rule import Check
-except ImportError:  # mounted flat in a Pod
-    from check_compute import COMPUTE_LIMITED  # type: ignore[no-redef]
-    from check_library import MONITOR_METRICS, PRELOAD_MECHANISM  # type: ignore[no-redef]
-    from check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION  # type: ignore[no-redef]
-    from check_overcommit import OVERCOMMIT_REJECTED  # type: ignore[no-redef]
-    from check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION  # type: ignore[no-redef]
-    from check_rule import Check  # type: ignore[no-redef]
+from .check_compute import COMPUTE_LIMITED
+from .check_library import MONITOR_METRICS, PRELOAD_MECHANISM
+from .check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
+from .check_overcommit import OVERCOMMIT_REJECTED
+from .check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION
+from .check_rule import Check
 
 CHECKS: tuple[Check, ...] = (
     SAME_GPU,

@@ -1,7 +1,7 @@
 """Compute probe: how much kernel work a container gets, per kernel shape, against an unlimited baseline.
 
-Run as `python3 compute.py --json [--seconds 20] [--warmup 3] [--baseline child|none|FILE]`: human lines first,
-one JSON object last. The kernel is PTX JIT-compiled by the driver (cuModuleLoadData): no nvcc anywhere.
+Run as `python3 -m <package>.compute --json [--seconds 20] [--warmup 3] [--baseline child|none|FILE]`: human
+lines first, one JSON object last. The kernel is PTX JIT-compiled by the driver (cuModuleLoadData): no nvcc anywhere.
 
 Shapes (each calibrated on this card to a launch length, recorded under `calibration`):
 - short_many: 100 blocks per multiprocessor, ~0.5 ms a launch. The judged shape: HAMi-core's token bucket
@@ -39,8 +39,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cuda import (
+from . import provenance
+from ._cuda import (
     Cuda,
     ProbeError,
     finding,
@@ -342,7 +342,7 @@ def lift_finding(fid: str, tried: str, child_share: float | None, own_share: flo
 
 def run_child(argv_tail: Sequence[str], env_overrides: Mapping[str, str], timeout: float) -> dict[str, Any]:
     """This probe again in a child with `env_overrides`; its JSON result, or ok false with why."""
-    argv = [sys.executable, os.path.abspath(__file__), "--json", *argv_tail]
+    argv = [sys.executable, "-m", f"{__package__}.compute", "--json", *argv_tail]
     try:
         done = subprocess.run(
             argv, env={**os.environ, **env_overrides}, capture_output=True, text=True, timeout=timeout
@@ -356,7 +356,7 @@ def run_child(argv_tail: Sequence[str], env_overrides: Mapping[str, str], timeou
         child = {}
     if not child:
         return {"ok": False, "error": f"child exited {done.returncode}: {done.stderr[-300:]}"}
-    return child
+    return dict(provenance.note_child(child))
 
 
 def read_baseline(
@@ -449,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["error"] = str(exc)
     except Exception as exc:  # a probe reports, never crashes: the verifier needs the JSON
         result["error"] = f"{type(exc).__name__}: {exc}"
-    result["ended_at"] = now_iso()
+    result["ended_at"], result["pod"] = now_iso(), provenance.block(log)
     if not result["ok"]:
         log(f"error: {result['error']}")
     if args.json:

@@ -11,12 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .evidence import probe_error
-    from .expectation import PodTry
-except ImportError:  # mounted flat in a Pod
-    from evidence import probe_error  # type: ignore[no-redef]
-    from expectation import PodTry  # type: ignore[no-redef]
+from .evidence import probe_error
+from .expectation import PodTry
 
 TRY_ID = "visible-devices-all"
 ENV = {"NVIDIA_VISIBLE_DEVICES": "all"}

@@ -121,6 +121,11 @@ class Expectation:
     `CUDA_DEVICE_MEMORY_LIMIT_<i>` in a Pod means it was given a second card."""
     whole_gpu_card_index: int | None = None
     """NVML index of the card `whole_gpu_pod` is given (0, beside the shared card), where that Pod runs."""
+    provenance: bool = False
+    """Each proof and try Pod carries its own identity (downward API: name, UID, namespace, node) and its probes
+    print it with their pids, and the verifier watched the over-commit Pod at every poll: the judge ties every
+    result, OOM line and try to the Pod the API server names. Every plan and host proof sets it; a record from
+    before it (no such key) is judged without these ties."""
 
     @property
     def limit_mib(self) -> float:

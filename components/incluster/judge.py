@@ -1,7 +1,8 @@
 """Judging the proof: the expectation and the recorded evidence → checks, findings and ghost quota.
 
 Pure functions, standard library only: the same file runs inside the verifier Pod and in the tests. Nothing here
-reads a file, the network or the clock. Every check comes from checks.CHECKS; this file only runs them.
+reads a file, the network or the clock. The evidence is read once into the record (record.py); every check comes
+from checks.CHECKS and reads only the record: a part it reads that is not judgeable fails it with the reason.
 """
 
 from __future__ import annotations
@@ -9,20 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from . import escape
-    from .check_rule import library_mapped, preloaded
-    from .checks import REGISTRY
-    from .evidence import Evidence, probe_error
-    from .expectation import Expectation, PodTry
-    from .parse import probe_results
-except ImportError:  # mounted flat in a Pod
-    import escape  # type: ignore[no-redef]
-    from check_rule import library_mapped, preloaded  # type: ignore[no-redef]
-    from checks import REGISTRY  # type: ignore[no-redef]
-    from evidence import Evidence, probe_error  # type: ignore[no-redef]
-    from expectation import Expectation, PodTry  # type: ignore[no-redef]
-    from parse import probe_results  # type: ignore[no-redef]
+from . import escape
+from .check_rule import library_mapped, preloaded
+from .checks import REGISTRY
+from .evidence import probe_error
+from .expectation import Expectation, PodTry
+from .record import Record
 
 FINDING_KEYS = ("id", "tried", "observed", "bypassed", "why")
 """Every finding carries these (`why` only when `bypassed` is null); `pod` and `probe` say where it came from."""
@@ -56,16 +49,29 @@ def finding(raw: Mapping[str, Any], **where: Any) -> dict[str, Any]:
     return {**out, **extra}
 
 
-def pod_try_finding(ev: Evidence, pod_try: PodTry) -> dict[str, Any]:
+def _unjudged_findings(rec: Record, name: str, probe: str, why: str, **where: Any) -> list[dict[str, Any]]:
+    """The findings a result that failed the record listed: each named, none believed (bypassed null, the reason)."""
+    raw = ((rec.unjudged.get(name) or {}).get(probe) or {}).get("findings")
+    ids = [f.get("id") for f in raw if isinstance(f, dict) and isinstance(f.get("id"), str)] if isinstance(raw, list) \
+        else []
+    return [finding({"id": fid, "tried": "(as the probe reported it)", "observed": "not judged", "why": why}, **where)
+            for fid in dict.fromkeys(ids)]  # fmt: skip
+
+
+def pod_try_finding(rec: Record, pod_try: PodTry) -> dict[str, Any]:
     """What one Pod-level try got: more than the quota in one allocation is a way around it."""
-    e, where = ev.expect, {"pod": pod_try.pod, "probe": "pod-try"}
-    result = probe_results(ev.pod(pod_try.pod).get("logs") or "").get("memory")
-    if result is not None and pod_try.id == escape.TRY_ID:  # no slice asked: what it reached, not past a quota
-        return finding(escape.observe(result, pod_try), **where)
-    if result is None or result.get("largest_alloc_mib") is None:
-        why = ev.missing(pod_try.pod) if result is None else f"its probe measured no allocation{probe_error(result)}"
+    e, where = rec.expect, {"pod": pod_try.pod, "probe": "pod-try"}
+    blocked = [rec.problems[p] for p in (f"pod:{pod_try.pod}", f"memory:{pod_try.pod}") if p in rec.problems]
+    result = rec.memory(pod_try.pod)
+    if blocked or result is None:
+        why = "; ".join(dict.fromkeys(blocked)) or "its probe printed no memory result"
         return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": "nothing measured", "why": why}, **where)
-    largest = int(result["largest_alloc_mib"])
+    if pod_try.id == escape.TRY_ID:  # no slice asked: what it reached, not past a quota
+        return finding(escape.observe(result, pod_try), **where)
+    if result.get("largest_alloc_mib") is None:
+        why = f"its probe measured no allocation{probe_error(result)}"
+        return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": "nothing measured", "why": why}, **where)
+    largest = result["largest_alloc_mib"]
     library, loaded = preloaded(e), library_mapped(e, result)
     observed = (
         f"largest single allocation {largest} MiB against the {e.limit_mib:.0f} MiB quota;"
@@ -80,7 +86,7 @@ def pod_try_finding(ev: Evidence, pod_try: PodTry) -> dict[str, Any]:
                    **where)  # fmt: skip
 
 
-def _findings(ev: Evidence) -> list[dict[str, Any]]:
+def _findings(rec: Record) -> list[dict[str, Any]]:
     found, seen = [], set()
 
     def add(raw: Mapping[str, Any], pod: str, probe: str) -> None:
@@ -89,29 +95,36 @@ def _findings(ev: Evidence) -> list[dict[str, Any]]:
             seen.add(key)
             found.append(finding(raw, pod=pod, probe=probe))
 
-    for name in ev.names:
+    for name in rec.names:
         for probe in ("memory", "compute"):
-            for raw in (ev.results.get(name, {}).get(probe) or {}).get("findings") or []:
-                add(raw, name, probe)
-    return found + [pod_try_finding(ev, t) for t in ev.expect.pod_tries]
+            result = (rec.results.get(name) or {}).get(probe)
+            if result is not None:
+                for raw in result["findings"]:
+                    add(raw, name, probe)
+            elif f"{probe}:{name}" in rec.problems:
+                for raw in _unjudged_findings(rec, name, probe, rec.problems[f"{probe}:{name}"]):
+                    add(raw, name, probe)
+    return found + [pod_try_finding(rec, t) for t in rec.expect.pod_tries]
 
 
 def judge(expect: Expectation, evidence: Mapping[str, Any]) -> dict[str, Any]:
     """Evidence → {"passed", "checks", "findings", "ghostQuota"}; a check that could not run fails with why."""
-    ev = Evidence(expect, evidence)
+    rec = Record(expect, evidence)
     checks = []
     for planned in planned_checks(expect):
         try:
-            rule = REGISTRY[planned["id"]].rule(expect.mechanism)
-            passed, observed, detail = rule.judge(ev)
-        except Exception as exc:  # a malformed input fails its check, never the whole verdict
+            check = REGISTRY[planned["id"]]
+            rule = check.rule(expect.mechanism)
+            blocked = rec.blocked(check.reads)
+            passed, observed, detail = (False, "; ".join(blocked), "") if blocked else rule.judge(rec)
+        except Exception as exc:  # a check's own fault fails that check, never the whole verdict
             passed, observed, detail = False, f"could not judge: {type(exc).__name__}: {exc}", ""
         checks.append({**planned, "passed": passed, "observed": observed, "evidence": detail})
     return {
         "passed": bool(checks) and all(c["passed"] for c in checks),
         "checks": checks,
-        "findings": _findings(ev),
-        "ghostQuota": ev.ghosts,
+        "findings": _findings(rec),
+        "ghostQuota": rec.ghosts,
     }
 
 

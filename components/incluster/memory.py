@@ -1,6 +1,6 @@
 """Memory probe: what a container is told about its GPU memory, and what it can really allocate.
 
-Run as `python3 memory.py --json [--expect-limit-mib 4000] ...`: human lines first, one JSON object last.
+Run as `python3 -m <package>.memory --json [--expect-limit-mib 4000] ...`: human lines first, one JSON object last.
 Phases, in order: the view (env, /etc/ld.so.preload, UUID, NVML, cuMemGetInfo on the primary context);
 HOLD (hold N MiB for S seconds, then ask M more: what overlaps between two Pods); SWEEP (the 2…6 GiB
 steps); CHUNKS (256 MiB until refused); the largest single allocation by binary search to 1 MiB;
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cuda import (
+from . import provenance
+from ._cuda import (
     MIB,
     Cuda,
     CudaError,
@@ -39,7 +39,7 @@ from _cuda import (
     touch,
     write_result_file,
 )
-from memory_findings import ChildRunner, all_findings, own_context_mib, parse_oom_line, run_child
+from .memory_findings import ChildRunner, all_findings, own_context_mib, parse_oom_line, run_child
 
 # The HAMi-core env that says this process is memory-limited (HAMi sets the indexed one, KAI's binder the other).
 HAMI_MEMORY_KEYS = ("CUDA_DEVICE_MEMORY_LIMIT_0", "CUDA_DEVICE_MEMORY_LIMIT")
@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the probe; 0 when it finished (the judgement is in the JSON), 1 when it could not measure."""
     args = parse_args(argv)
     if args.child:
-        from memory_findings import child_main
+        from .memory_findings import child_main
 
         return child_main(args.child, args.child_mib)
     result = new_result(args.expect_limit_mib)
@@ -362,6 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             result["keep_holding_error"] = err
     result["ended_at"] = now_iso()
+    result["pod"] = provenance.block(log)
     log(f"limit_enforced: {result['limit_enforced']}" if result["ok"] else f"error: {result['error']}")
     if args.json:
         print(json.dumps(result, separators=(",", ":")), flush=True)

@@ -1,9 +1,9 @@
 """The memory probe's findings and its child processes: what a quota may not stop, each tried and reported.
 
-Imported by memory.py (mounted flat beside it at /gpushare); also run as a child, `python3 memory_findings.py
---child MODE --child-mib N`, which makes one context and allocates once, printing one JSON line. HAMi-core: a
-fresh shared-cache file, a fresh file with its own limit, a cuCtxCreate context, and the context's own charge;
-MPS: a client's own pinned limit and a client that leaves the server. Each finding is `{"id", "tried",
+Imported by memory.py; also run as a child, `python3 -m <package>.memory_findings --child MODE --child-mib N`,
+which makes one context and allocates once, printing one JSON line. HAMi-core: a fresh shared-cache file, a
+fresh file with its own limit, a cuCtxCreate context, and the context's own charge; MPS: a client's own pinned
+limit and a client that leaves the server. Each finding is `{"id", "tried",
 "observed", "bypassed"}` (`why` when bypassed is null), never judged into `limit_enforced`.
 Standard library only.
 """
@@ -19,8 +19,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cuda import MIB, Cuda, ProbeError, captured_stderr, finding, open_nvml
+from . import provenance
+from ._cuda import MIB, Cuda, ProbeError, captured_stderr, finding, open_nvml
 
 CHILD_TIMEOUT_S = 90
 CHARGE_TOLERANCE_MIB = 8
@@ -47,7 +47,7 @@ ChildRunner = Callable[[str, int, dict[str, str]], dict[str, Any]]
 
 def run_child(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
     """This file in a child process (`--child MODE`), bounded in time; its last stdout line is JSON."""
-    argv = [sys.executable, os.path.abspath(__file__), "--child", mode, "--child-mib", str(mib)]
+    argv = [sys.executable, "-m", f"{__package__}.memory_findings", "--child", mode, "--child-mib", str(mib)]
     try:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -59,6 +59,7 @@ def run_child(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
         answer = {}
     if not answer:
         answer = {"ok": False, "allocated": False, "error": f"child exited {done.returncode} without a result"}
+    provenance.note_child(answer)  # its OOM lines name this pid: the judge counts them as this Pod's
     answer["stderr"] = done.stderr
     return answer
 
@@ -282,7 +283,7 @@ def own_context_mib(nvml: Any) -> int | None:
 def child_main(mode: str, mib: int) -> int:
     """One allocation of `mib` on the primary context (`alloc`) or a cuCtxCreate context (`ctx-create`), or only
     the primary context's charge (`view`: the view's total less its free memory) and NVML's size of it."""
-    answer: dict[str, Any] = {"ok": False, "allocated": False, "error": None, "cuda_error": None}
+    answer: dict[str, Any] = {"ok": False, "allocated": False, "error": None, "cuda_error": None, "pid": os.getpid()}
     try:
         cuda = Cuda()
         cuda.init()
@@ -308,7 +309,7 @@ def child_main(mode: str, mib: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 4 or args[0] != "--child" or args[2] != "--child-mib":
-        print("usage: memory_findings.py --child alloc|ctx-create|view --child-mib MIB (run by memory.py)")
+        print("usage: python3 -m <package>.memory_findings --child alloc|ctx-create|view --child-mib MIB (memory.py's)")
         return 2
     return child_main(args[1], int(args[3]))
 

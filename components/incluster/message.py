@@ -17,12 +17,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-try:
-    from .expectation import Expectation
-    from .judge import planned_checks
-except ImportError:  # mounted flat in a Pod
-    from expectation import Expectation  # type: ignore[no-redef]
-    from judge import planned_checks  # type: ignore[no-redef]
+from .expectation import Expectation
+from .judge import planned_checks
 
 LIMIT_BYTES = 4096
 """Kubernetes keeps at most 4096 bytes of a container's termination message."""
@@ -33,12 +29,32 @@ CHECK_KEYS = ("id", "passed", "observed", "evidence")
 
 def log_line(payload: Mapping[str, Any], kind: str = "verification") -> str:
     """One JSON line of the verifier's log: the evidence, or the whole verdict (the line `digest` names)."""
-    return json.dumps({"kind": kind, **payload}, sort_keys=True)
+    return json.dumps(_clean({"kind": kind, **payload}), sort_keys=True)
 
 
 def digest(result: Mapping[str, Any]) -> str:
     """`sha256:<hex>` of the verdict's log line: which line of the verifier's log is the whole of a cut message."""
     return "sha256:" + hashlib.sha256(log_line(result).encode()).hexdigest()
+
+
+def _clean(value: Any) -> Any:
+    """The verdict as UTF-8 can carry it: a lone surrogate (a non-UTF-8 byte that reached a text through
+    surrogateescape) becomes U+FFFD, so no finding's text can leave the verdict unwritten."""
+    if isinstance(value, str):
+        return value if _utf8(value) else "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value)
+    if isinstance(value, Mapping):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _slim(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,6 +107,7 @@ _CUTS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
 def encode(result: Mapping[str, Any], limit: int = LIMIT_BYTES) -> str:
     """The verdict as a termination message of at most `limit` bytes: `passed` and every check's result always; every
     finding while they fit, then as many as fit and the count of the rest."""
+    result = _clean(result)
     verdict = _slim(result)
     text = _pack(verdict, limit)
     if _fits(text, limit):
@@ -158,11 +175,19 @@ def decode(message: str) -> dict[str, Any]:
 
 def expand(compact: Mapping[str, Any], expect: Expectation) -> dict[str, Any]:
     """A decoded termination message + the expectation → the stack output `verification`."""
-    got = {c.get("id"): c for c in compact.get("checks") or []}
+    reported = [c for c in compact.get("checks") or [] if isinstance(c, Mapping)]
+    ids = [c.get("id") for c in reported]
+    twice = {i for i in ids if ids.count(i) > 1}
+    got = {c.get("id"): c for c in reported}
+    planned_ids = [c["id"] for c in planned_checks(expect)]
+    unplanned = [i for i in ids if i not in planned_ids]
     checks = []
     for planned in planned_checks(expect):
         c = got.get(planned["id"])
-        if c is None:
+        if planned["id"] in twice:  # which of its results holds is not known: neither is taken
+            reason = f"the verifier reported check {planned['id']} {ids.count(planned['id'])} times"
+            checks.append({**planned, "passed": False, "observed": reason, "evidence": ""})
+        elif c is None:
             reason = compact.get("error") or "the verifier reported no result for this check"
             checks.append({**planned, "passed": False, "observed": reason, "evidence": ""})
         else:
@@ -171,7 +196,8 @@ def expand(compact: Mapping[str, Any], expect: Expectation) -> dict[str, Any]:
                  "evidence": c.get("evidence")}
             )  # fmt: skip
     verification: dict[str, Any] = {
-        "passed": compact.get("passed") is True and bool(checks) and all(c["passed"] for c in checks),
+        "passed": compact.get("passed") is True and bool(checks) and all(c["passed"] for c in checks)
+        and not unplanned,
         "checks": checks,
         "findings": list(compact.get("findings") or []),
         "ghostQuota": list(compact.get("ghostQuota") or []),
@@ -179,4 +205,6 @@ def expand(compact: Mapping[str, Any], expect: Expectation) -> dict[str, Any]:
     for key in ("error", "cut", "wholeVerdict", "gpuAudit", "digest", "findingsNotShown", "findingsTotal"):
         if compact.get(key):
             verification[key] = compact[key]
+    if unplanned:
+        verification["error"] = f"the verifier reported checks no plan names: {', '.join(map(str, unplanned))}"
     return verification

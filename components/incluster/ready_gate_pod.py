@@ -13,11 +13,7 @@ import sys
 import time
 from typing import Any
 
-try:
-    from . import kube
-except ImportError:  # mounted flat in a Pod and run as a script
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import kube  # type: ignore[no-redef]
+from . import kube
 
 
 def is_ready(obj: dict[str, Any], rule: str) -> bool:

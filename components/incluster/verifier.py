@@ -1,6 +1,6 @@
 """The in-cluster verifier: reads the proof from the API server, judges it, writes the verdict.
 
-Standard library only (its API client is kube.py), run as `python3 /gpushare/verifier.py` in a slim Python
+Standard library only (its API client is kube.py), run as `python3 -m incluster.verifier` in a slim Python
 image with a read-only ServiceAccount. It waits (until the expectation's deadline) for every proof Pod's probe
 JSON, gives the over-commit Pod time to be (not) scheduled, then reads Pods, their logs and events,
 their nodes, and the node-local monitor's metrics through the API server's Pod proxy. It prints the
@@ -26,23 +26,14 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from typing import Any
 
-try:
-    from . import audit, judge, message
-    from .evidence import HAMI_BIND_ANNOTATIONS
-    from .expectation import Expectation
-    from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
-    from .parse import probe_results
-except ImportError:  # mounted flat in a Pod and run as a script
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import audit  # type: ignore[no-redef]
-    import judge  # type: ignore[no-redef]
-    import message  # type: ignore[no-redef]
-    from evidence import HAMI_BIND_ANNOTATIONS  # type: ignore[no-redef]
-    from expectation import Expectation  # type: ignore[no-redef]
-    from kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError  # type: ignore[no-redef]
-    from parse import probe_results  # type: ignore[no-redef]
+from . import audit, judge, message
+from .evidence import HAMI_BIND_ANNOTATIONS
+from .expectation import Expectation
+from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
+from .parse import probe_results
 
 DEFAULTS = {
     "GPUSHARE_API_URL": IN_CLUSTER_URL,
@@ -67,6 +58,7 @@ def pod_evidence(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "name": meta.get("name"),
         "namespace": meta.get("namespace"),
+        "uid": meta.get("uid"),
         "creationTimestamp": meta.get("creationTimestamp"),
         "phase": status.get("phase"),
         "nodeName": spec.get("nodeName"),
@@ -95,11 +87,41 @@ def _pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
 
 
-def read_pod(client: ApiClient, namespace: str, name: str, with_log: bool) -> dict[str, Any]:
+def read_pod(client: ApiClient, namespace: str, name: str, with_log: bool,
+             wall: Callable[[], str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The Pod as pod_evidence keeps it, its log's tail, and (given `wall`) when it was read: no probe time of its
+    may come later."""
     pod = pod_evidence(client.json(_pod_path(namespace, name)))
     if with_log and pod["phase"] in ("Running", "Succeeded", "Failed"):
         pod["logs"] = client.text(_pod_path(namespace, name) + "/log", {"tailLines": str(LOG_TAIL_LINES)})
+    if wall is not None:
+        pod["readAt"] = wall()
     return pod
+
+
+def wall_clock(clock: Callable[[], float]) -> Callable[[], str]:
+    """UTC wall time (RFC 3339, ms) that advances with `clock`: the verifier's reads, stamped on one time line."""
+    origin_wall, origin = time.time(), clock()
+
+    def now() -> str:
+        stamp = datetime.fromtimestamp(origin_wall + clock() - origin, timezone.utc)  # noqa: UP017 (py3.10 hosts)
+        return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    return now
+
+
+def watch_entry(pod: Mapping[str, Any], proof_phases: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """One read of the over-commit Pod (object_schema.WATCH_ENTRY): its phase, node, HAMi's bind annotations,
+    its containers' states, and each proof Pod's phase in the same poll."""
+    annotations = pod.get("annotations") or {}
+    return {
+        "at": at,
+        "phase": pod.get("phase"),
+        "nodeName": pod.get("nodeName"),
+        "bound": [k for k in HAMI_BIND_ANNOTATIONS if annotations.get(k)],
+        "containers": [next(iter(s.get("state") or {}), "waiting") for s in pod.get("containerStatuses") or []],
+        "proofPhases": dict(proof_phases),
+    }
 
 
 def read_events(client: ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
@@ -151,24 +173,30 @@ def wait_for_results(
     poll: float,
     grace: float,
     try_grace: float = 120.0,
+    watch: list[dict[str, Any]] | None = None,
+    wall: Callable[[], str] | None = None,
 ) -> list[str]:
     """Poll until every proof Pod has printed its probe JSON (or ended) and the over-commit Pod had `grace` seconds
     beside Running proof Pods, then up to `try_grace` more for the Pod-level tries to end; returns what was still
-    missing at the deadline ([] when complete)."""
+    missing at the deadline ([] when complete). Every poll's read of the over-commit Pod goes to `watch`."""
     namespace = expect.namespace
     deadline = clock() + float(expect.deadline_seconds)
     running_since: float | None = None
     settled_since: float | None = None
+    wall = wall or wall_clock(clock)
     while True:
         waiting: list[str] = []
         all_running, any_ended = True, False
+        phases: dict[str, Any] = {}
         for name in expect.pods:
             try:
                 pod = read_pod(client, namespace, name, with_log=True)
             except ApiError as exc:
                 waiting.append(f"Pod {name}: {exc}")
                 all_running = False
+                phases[name] = None
                 continue
+            phases[name] = pod["phase"]
             all_running = all_running and pod["phase"] == "Running"
             any_ended = any_ended or pod["phase"] in ("Succeeded", "Failed")
             if not _has_results(expect, pod, name) and pod["phase"] not in ("Succeeded", "Failed"):
@@ -181,6 +209,11 @@ def wait_for_results(
                     waiting.append(f"whole-GPU Pod {whole} is {phase}")
             except ApiError as exc:
                 waiting.append(f"whole-GPU Pod {whole}: {exc}")
+        if expect.overcommit_pod and watch is not None:
+            try:
+                watch.append(watch_entry(read_pod(client, namespace, expect.overcommit_pod, False), phases, wall()))
+            except ApiError as exc:
+                waiting.append(f"over-commit Pod {expect.overcommit_pod}: {exc}")
         if expect.overcommit_pod and not any_ended:  # an ended proof Pod holds no slice: nothing to wait for
             if all_running and running_since is None:
                 running_since = clock()
@@ -212,7 +245,7 @@ def _tries_running(client: ApiClient, expect: Expectation) -> list[str]:
     return running
 
 
-def collect(client: ApiClient, expect: Expectation) -> dict[str, Any]:
+def collect(client: ApiClient, expect: Expectation, wall: Callable[[], str] | None = None) -> dict[str, Any]:
     """Everything the judge reads, with each read's failure recorded in `errors` instead of raised."""
     namespace = expect.namespace
     evidence: dict[str, Any] = {"pods": {}, "nodes": {}, "metrics": {}, "errors": []}
@@ -220,7 +253,7 @@ def collect(client: ApiClient, expect: Expectation) -> dict[str, Any]:
     names = [*expect.pods, expect.overcommit_pod, expect.whole_gpu_pod, *(t.pod for t in expect.pod_tries)]
     for name in [n for n in names if n]:
         try:
-            pod = read_pod(client, namespace, name, with_log=True)
+            pod = read_pod(client, namespace, name, with_log=True, wall=wall)
             pod["events"] = read_events(client, namespace, name)
             evidence["pods"][name] = pod
         except ApiError as exc:
@@ -270,10 +303,14 @@ def verify(
     grace: float = 30.0,
     try_grace: float = 120.0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Wait, collect, judge: (evidence, result)."""
-    missing = wait_for_results(client, expect, clock, sleep, poll, grace, try_grace)
-    evidence = collect(client, expect)
+    """Wait (watching the over-commit Pod), collect, judge: (evidence, result)."""
+    watch: list[dict[str, Any]] = []
+    wall = wall_clock(clock)
+    missing = wait_for_results(client, expect, clock, sleep, poll, grace, try_grace, watch, wall)
+    evidence = collect(client, expect, wall)
     evidence["errors"] = missing + evidence["errors"]
+    if expect.overcommit_pod in evidence["pods"]:
+        evidence["pods"][expect.overcommit_pod]["watch"] = watch
     # Counted beside the verdict, never into `passed`; the full per-Pod list stays in the evidence (the log).
     return evidence, {**judge.judge(expect, evidence), "gpuAudit": audit.summary(evidence["gpuAudit"])}
 
@@ -316,8 +353,12 @@ def main(
         result = judge.failed_verdict(expect, reason)
     print(message.log_line(result), flush=True)  # the whole verdict: what a cut termination message's digest names
     try:
+        text = message.encode(result)
+    except Exception as exc:  # a verdict that cannot be written is itself a verdict: every check failed, why
+        text = message.encode(judge.failed_verdict(expect, f"the verdict could not be encoded: {exc!r}"))
+    try:
         with open(setting["GPUSHARE_TERMINATION_LOG"], "w", encoding="utf-8") as handle:
-            handle.write(message.encode(result))
+            handle.write(text)
     except OSError as exc:
         print(f"could not write the termination message: {exc}", file=sys.stderr)
         return 2

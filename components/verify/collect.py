@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import incluster
 from components.incluster import audit, judge, message
 from components.incluster.expectation import Expectation
 from components.pulumi_internals import offline_plan, unknown_output
@@ -214,10 +215,11 @@ class Verifier(pulumi.ComponentResource):
                     {
                         "name": "verifier",
                         "image": args.image,
-                        "command": ["python3", f"{MOUNT_PATH}/verifier.py"],
+                        "command": incluster.pod_command("verifier"),
                         "env": [
                             {"name": "GPUSHARE_EXPECT", "value": expectation_json(expect, args.shared_card_uuid)},
                             {"name": "PYTHONUNBUFFERED", "value": "1"},
+                            *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
                         ],
                         "volumeMounts": [{"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}],
                         "terminationMessagePolicy": "FallbackToLogsOnError",

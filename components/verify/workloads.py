@@ -18,8 +18,10 @@ import pulumi_kubernetes as k8s
 
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
+from components.incluster import provenance
 
-REQUIRED_FILES = ("memory.py", "memory_findings.py", "compute.py", "verifier.py", "judge.py", "checks.py", "kube.py")
+REQUIRED_FILES = ("__init__.py", "memory.py", "memory_findings.py", "compute.py", "verifier.py", "judge.py",
+                  "checks.py", "kube.py")  # fmt: skip
 MOUNT_PATH = incluster.MOUNT_PATH
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"
@@ -84,7 +86,7 @@ class ProofWorkloadsArgs:
 
 
 def probe_files() -> dict[str, str]:
-    """The files mounted at /gpushare: the whole in-cluster folder (probes, verifier, judge, checks, API client)."""
+    """The files mounted at MOUNT_PATH: the whole in-cluster package (probes, verifier, judge, checks, API client)."""
     files = incluster.files()
     missing = [name for name in REQUIRED_FILES if name not in files]
     if missing:
@@ -99,7 +101,7 @@ def _gib_list(values: Sequence[float]) -> str:
 def _memory_probe(probes: ProbeSettings) -> list[str]:
     """The memory probe with the quota it expects (none where the mechanism sets none)."""
     expected = [] if probes.expect_limit_mib is None else ["--expect-limit-mib", str(probes.expect_limit_mib)]
-    return ["python3", f"{MOUNT_PATH}/memory.py", "--json", *expected]
+    return incluster.pod_command("memory", "--json", *expected)
 
 
 def memory_command(probes: ProbeSettings) -> list[str]:
@@ -120,7 +122,7 @@ def memory_command(probes: ProbeSettings) -> list[str]:
 def compute_command(probes: ProbeSettings) -> list[str]:
     """The compute probe's argv: a limited run and an unlimited baseline on the same card."""
     seconds = str(probes.compute_seconds)
-    return ["python3", f"{MOUNT_PATH}/compute.py", "--json", "--seconds", seconds, "--baseline", "child"]
+    return incluster.pod_command("compute", "--json", "--seconds", seconds, "--baseline", "child")
 
 
 def proof_pod_names(prefix: str) -> tuple[str, str]:
@@ -168,6 +170,12 @@ def _volume(config_map_name: pulumi.Input[str]) -> dict[str, Any]:
 _MOUNT = {"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}
 
 
+def downward_env() -> list[dict[str, Any]]:
+    """The Pod's own name, UID, namespace and node, from the downward API: what its probe prints as provenance."""
+    return [{"name": provenance.ENV[key], "valueFrom": {"fieldRef": {"fieldPath": path}}}
+            for key, path in provenance.FIELD_PATHS.items()]  # fmt: skip
+
+
 def proof_pod_spec(
     request: SliceRequest,
     *,
@@ -179,13 +187,15 @@ def proof_pod_spec(
     """A Pod spec from a SliceRequest: scheduler, limits, env, privilege, node selector, host IPC; with a
     ConfigMap, the probe mount and readiness (the over-commit Pod, which only has to be scheduled or not, has
     neither). A request of n containers repeats the container, each with the request's limits."""
-    env = {**BASE_ENV, **request.env}
+    env = {**BASE_ENV, **request.env, **(incluster.pod_env() if config_map_name is not None else {})}
     container: dict[str, Any] = {
         "name": "probe",
         "image": image,
         "command": command,
         "env": [{"name": k, "value": v} for k, v in env.items()],
     }
+    if config_map_name is not None:  # a probe runs: it prints the Pod it ran in, as the API server names it
+        container["env"] += downward_env()
     if config_map_name is not None:
         container["volumeMounts"] = [_MOUNT]
         # Ready only once the probe wrote its ready file, which it does only when its checks passed.

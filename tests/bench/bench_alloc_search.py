@@ -15,11 +15,11 @@ import statistics
 import sys
 import time
 
-PROBES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "components", "incluster")
-sys.path.insert(0, os.path.abspath(PROBES))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.abspath(ROOT))  # a script, not a test: the probes are modules of the package there
 
-from _cuda import MIB, Cuda, ProbeError  # noqa: E402
-from memory import CHUNK_MIB, Allocator, chunks_phase, largest_allocation, search_bound  # noqa: E402
+from components.incluster._cuda import MIB, Cuda, ProbeError  # noqa: E402
+from components.incluster.memory import CHUNK_MIB, Allocator, chunks_phase, largest_allocation, search_bound  # noqa: E402
 
 
 class CappedCuda:

@@ -1,17 +1,21 @@
-"""Load a probe file by path, as `python3 /gpushare/<name>.py` runs it in a Pod (not as a package module)."""
+"""The in-cluster modules as the tests load and run them: modules of the package, never files by path."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import sys
 from pathlib import Path
 from types import ModuleType
 
-PROBES = Path(__file__).resolve().parent.parent.parent / "components" / "incluster"
+ROOT = Path(__file__).resolve().parent.parent.parent
+PROBES = ROOT / "components" / "incluster"
+PACKAGE = "components.incluster"
 
 
 def load_probe(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"gpushare_probe_{name}", PROBES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"{PACKAGE}.{name}")
+
+
+def module_argv(name: str, *args: str) -> list[str]:
+    """`python -m components.incluster.<name> ARGS`, run with the repository root as cwd (`cwd=ROOT`)."""
+    return [sys.executable, "-m", f"{PACKAGE}.{name}", *args]

@@ -48,27 +48,30 @@ def probe_line(evidence: dict[str, Any], pod: str, probe: str = "memory") -> dic
 
 
 def set_compute_share(result: dict[str, Any], share: float | None) -> None:
-    """Make the judged shape run at `share` of the baseline, consistently: its mean and per-second timeline scaled,
-    the reported share their quotient; None drops the baseline (there is nothing to divide by)."""
+    """Make the judged shape run at `share` of the baseline, consistently: its figures scaled (scale_shape), the
+    reported share their quotient; None drops the baseline (there is nothing to divide by)."""
     judged = result.get("judged_shape") or "short_many"
     if share is None:
         result["baseline"] = None
         result["share"] = dict.fromkeys(result.get("share") or {judged: None})
         return
     shape = result["shapes"][judged]
-    mean = result["baseline"]["shapes"][judged]["mean_per_s"] * share
-    factor = mean / shape["mean_per_s"]
-    shape["timeline_per_s"] = [round(x * factor, 1) for x in shape["timeline_per_s"]]
-    shape["mean_per_s"] = round(mean, 2)
+    scale_shape(shape, result["baseline"]["shapes"][judged]["mean_per_s"] * share / shape["mean_per_s"])
     result["share"][judged] = round(share, 3)
 
 
-def set_compute_window(result: dict[str, Any], seconds: float) -> None:
-    """Set the measured window of the judged shape, in whichever form the compute probe reported it."""
-    result["seconds"] = result["window_s"] = seconds
-    judged = (result.get("shapes") or {}).get(result.get("judged_shape") or "short_many")
-    if isinstance(judged, dict):
-        judged["window_s"] = seconds
+def set_compute_window(result: dict[str, Any], seconds: int) -> None:
+    """The judged shape measured over `seconds` after its warm-up: the probe's window, the shape's, and the
+    figures of that shorter timeline (its mean, extremes and launches)."""
+    import math
+
+    judged = result["shapes"][result.get("judged_shape") or "short_many"]
+    kept = judged["timeline_per_s"][: int(judged["warmup_s"] + seconds)]
+    inside = kept[int(judged["warmup_s"]) :]
+    launches = judged["launches"] * sum(kept) / sum(judged["timeline_per_s"])
+    result["window_s"] = judged["window_s"] = seconds
+    judged.update(timeline_per_s=kept, mean_per_s=round(sum(inside) / seconds, 2), per_s_min=min(inside),
+                  per_s_max=max(inside), launches=max(1, math.ceil(launches)))  # fmt: skip
 
 
 def real_run(stack: str, record: str) -> tuple[Expectation, dict[str, Any]]:
@@ -84,3 +87,84 @@ def real_run(stack: str, record: str) -> tuple[Expectation, dict[str, Any]]:
                 result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
         evidence["pods"][pod]["logs"] = probe_log(out)
     return expect, evidence
+
+
+# ---------------------------------------------------------------- edits that keep a result consistent with itself
+# The record refuses a result whose figures contradict each other (probe_schema's invariants): an edit meant to
+# reach one check's own judgement changes every figure the probe derives from the one it changes.
+
+
+def set_oom_lines(result: dict[str, Any], lines: list[str]) -> None:
+    """The probe's OOM lines, with the count its `enforcement` keeps."""
+    result["hami_oom_lines"] = list(lines)
+    if isinstance(result.get("enforcement"), dict):
+        result["enforcement"]["oom_lines"] = len(lines)
+
+
+def set_largest(result: dict[str, Any], mib: int) -> None:
+    """The largest single allocation, with the context charge the probe derives from it (quota less largest)."""
+    result["largest_alloc_mib"] = mib
+    expected = result.get("expected_limit_mib")
+    result["context_overhead_mib"] = expected - mib if expected is not None and mib <= expected else None
+
+
+def unlimited_view(result: dict[str, Any], card_mib: int, largest: int) -> None:
+    """What a process no quota holds sees and takes: the whole card in both views, `largest` in one allocation."""
+    result.update(visible_total_mib=card_mib, visible_free_mib=card_mib, nvml_total_mib=card_mib,
+                  nvml_free_mib=card_mib)  # fmt: skip
+    set_largest(result, largest)
+    result["findings"] = []  # nothing to get around where no quota held (memory_findings.all_findings)
+
+
+def shift_times(result: dict[str, Any], seconds: float) -> None:
+    """Every time the result holds, `seconds` later: the same run, at another time."""
+    from datetime import UTC, datetime, timedelta
+
+    def later(value: str) -> str:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+        return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    for key in ("started_at", "ended_at", "keep_holding_since"):
+        if result.get(key):
+            result[key] = later(result[key])
+    hold = (result.get("phases") or {}).get("hold")
+    if hold:
+        hold["started_at"], hold["ended_at"] = later(hold["started_at"]), later(hold["ended_at"])
+
+
+def as_another_process(result: dict[str, Any], seconds: float = 60) -> dict[str, Any]:
+    """A copy of a result as another process would print it: later, on its own cache file, its own OOM lines."""
+    import copy
+
+    other = copy.deepcopy(result)
+    shift_times(other, seconds)
+    cache = (other.get("env") or {}).get("CUDA_DEVICE_MEMORY_SHARED_CACHE")
+    if cache:
+        other["env"]["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = cache + ".other"
+    set_oom_lines(other, [])
+    return other
+
+
+def scale_shape(shape: dict[str, Any], factor: float) -> None:
+    """One kernel shape `factor` times as fast: its timeline, mean, extremes and launches alike."""
+    import math
+
+    shape["timeline_per_s"] = [round(x * factor, 1) for x in shape["timeline_per_s"]]
+    for key in ("mean_per_s", "per_s_min", "per_s_max", "per_s_stdev"):
+        if shape.get(key) is not None:
+            shape[key] = round(shape[key] * factor, 2)
+    shape["launches"] = math.ceil(shape["launches"] * factor)
+
+
+def unreached(result: dict[str, Any], error: str) -> dict[str, Any]:
+    """A copy of a memory result as the probe prints it when it reached no GPU (memory.new_result, then the error)."""
+    import copy
+
+    out = copy.deepcopy(result)
+    out.update(ok=False, error=error, mechanism=None, gpu_uuid=None, gpu_name=None, nvml_total_mib=None,
+               nvml_free_mib=None, visible_total_mib=None, visible_free_mib=None, largest_alloc_mib=None,
+               search_calls=0, context_overhead_mib=None, own_context_mib=None, findings=[], limit_enforced=None,
+               enforcement=None, keep_holding_since=None, cuda_error=None,
+               phases={"hold": None, "sweep": [], "chunks": None})  # fmt: skip
+    set_oom_lines(out, [])
+    return out

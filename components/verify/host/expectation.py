@@ -59,7 +59,8 @@ def probe_argv(command: Sequence[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for argv in parts:
         for probe in ("memory", "compute"):
-            script = next((i for i, word in enumerate(argv) if word.endswith(f"/{probe}.py")), None)
+            # `python3 -m incluster.memory …`, or a plan's older `python3 /gpushare/memory.py …`
+            script = next((i for i, word in enumerate(argv) if word.endswith((f".{probe}", f"/{probe}.py"))), None)
             if script is not None:
                 found[probe] = argv[script + 1 :]
     if "memory" not in found:
@@ -144,6 +145,7 @@ def host_expect(
         "nodeMemoryLabel": None,
         "computePods": list(expect.get("pods") or []) if expect.get("coresPercent") is not None else [],
         "hostProof": True,  # processes, not Pods: no Pod annotation to read
+        "provenance": True,  # each process-Pod gets its identity and a Pod object (proof.identities, pod_object)
     }
     for key in CLUSTER_ONLY_PARTS:
         wire[key] = [] if key == "podTries" else None

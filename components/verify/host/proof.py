@@ -9,17 +9,28 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from components.incluster import judge
+from components.incluster import judge, provenance
 from components.incluster.expectation import Expectation
 from components.incluster.memory_findings import with_neighbours
 from components.incluster.parse import probe_results
 from components.verify.host import expectation
-from components.verify.host.runner import card, clean_env, hami_env, mps_client_env, probe, run_pods, run_process
+from components.verify.host.runner import (
+    PodRun,
+    card,
+    clean_env,
+    hami_env,
+    mps_client_env,
+    probe,
+    run_pods,
+    run_process,
+)
 
 SETUPS = ("hami-core", "bare", "mps")
 BASELINE_SECONDS = 3
@@ -111,6 +122,29 @@ def measure_baseline(expect: Mapping[str, Any], options: HostOptions, log: Calla
     return path, how
 
 
+def identities(pods: Iterable[str], namespace: str, node: str) -> dict[str, dict[str, str]]:
+    """Each process-Pod's identity as the downward API would give it in a cluster: its name, a fresh UID, the proof
+    namespace, this host as its node."""
+    return {name: {"name": name, "uid": str(uuid.uuid4()), "namespace": namespace, "node": node} for name in pods}
+
+
+def identity_env(identity: Mapping[str, str]) -> dict[str, str]:
+    """The env a Pod's probes read their identity from (provenance.ENV), as fieldRef sets it in a cluster."""
+    return {provenance.ENV[key]: value for key, value in identity.items()}
+
+
+def _iso(seconds: float) -> str:
+    stamp = datetime.fromtimestamp(seconds, timezone.utc)  # noqa: UP017 (GPU hosts' Pythons)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def pod_object(run: PodRun, identity: Mapping[str, str], read_at: float) -> dict[str, Any]:
+    """The Pod object the API server would have named: the process-Pod's identity, created as its first process
+    started, read once every process ended; the judge ties each result to it as to a cluster's Pod."""
+    return {**run.evidence(identity["node"]), "namespace": identity["namespace"], "uid": identity["uid"],
+            "creationTimestamp": _iso(run.started), "readAt": _iso(read_at)}  # fmt: skip
+
+
 def context_charges(outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
     """Each Pod's context charge from its probes' output (Pod → probe → result): what `with_neighbours` judges
     each Pod's context-charge finding beside, where a host's Pods start at once."""
@@ -146,6 +180,8 @@ def prove(
     cores = expect.get("coresPercent")
     how: str | None = None
     steps: dict[str, list[tuple[list[str], dict[str, str]]]] = {name: [] for name in pods}
+    node = socket.gethostname()
+    who = identities(pods, str(expect.get("namespace") or "gpushare-proof"), node)
     baseline_started = time.time()
     if cores is not None:
         if baseline_file is None:
@@ -157,18 +193,18 @@ def prove(
         if options.compute_seconds is not None:
             args += ["--seconds", str(options.compute_seconds)]
         for name in pods:
-            steps[name].append((probe("compute", args), pod_env(expect, options, name)))
+            steps[name].append((probe("compute", args), {**pod_env(expect, options, name), **identity_env(who[name])}))
     for name, argv in pods.items():
         memory_args = expectation.host_memory_argv(argv["memory"], options.hold_seconds, mechanism(options.setup))
         # The compute step already made this Pod's cache file: the memory probe must share it, as in one container.
-        env = steps[name][0][1] if steps[name] else pod_env(expect, options, name)
+        env = steps[name][0][1] if steps[name] else {**pod_env(expect, options, name), **identity_env(who[name])}
         steps[name].append((probe("memory", memory_args), env))
     log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
     pods_started = time.time()
     runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds)
     pods_ended = time.time()
-    node = socket.gethostname()
-    evidence = {"pods": {n: r.evidence(node) for n, r in runs.items()}, "nodes": {}, "metrics": {}, "errors": []}
+    objects = {n: pod_object(r, who[n], pods_ended) for n, r in runs.items()}
+    evidence = {"pods": objects, "nodes": {}, "metrics": {}, "errors": []}
     info = card()
     judged_expect = expectation.host_expect(
         expect, mechanism(options.setup), limit_env(expect, options.setup), info.get("mib")
@@ -183,6 +219,7 @@ def prove(
             "exit_codes": run.exit_codes,
             "started": run.started,
             "ended": run.ended,
+            "podObject": {k: v for k, v in objects[name].items() if k != "logs"},
         }
         for name, run in runs.items()
     }

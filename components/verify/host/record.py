@@ -10,6 +10,7 @@ is the last run's. Standard library only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import shutil
@@ -310,7 +311,10 @@ def _expectation(folder: Path, verdict: Mapping[str, Any]) -> Any:
         setup = str(verdict.get("setup") or "hami-core")
         mechanism = "mps" if setup == "mps" else "hami-core"
         card = (verdict.get("card") or {}).get("mib")
-        return expectation.host_expect(planned, mechanism, limit_env(planned, setup), card)
+        judged = expectation.host_expect(planned, mechanism, limit_env(planned, setup), card)
+        # The ties need the Pod objects a run since provenance kept; a run before it is judged as it was.
+        tied = any("podObject" in out for out in _load(folder / "evidence.json").values() if isinstance(out, dict))
+        return dataclasses.replace(judged, provenance=tied)
 
 
 def rejudge(record: Path) -> list[str]:
@@ -330,7 +334,9 @@ def rejudge(record: Path) -> list[str]:
             lines = [json.dumps(out[probe]) for probe in ("compute", "memory") if isinstance(out.get(probe), dict)]
             oom = list((out.get("memory") or {}).get("hami_oom_lines") or [])
             text = "\n".join([*oom, *lines]) + "\n"
-            logs[pod] = {"name": pod, "phase": "Succeeded", "nodeName": "host", "logs": text}
+            # A run since provenance kept the Pod object it was judged on; an earlier one had none.
+            logs[pod] = {**(out.get("podObject") or {"name": pod, "phase": "Succeeded", "nodeName": "host"}),
+                         "logs": text}  # fmt: skip
         expect = _expectation(folder, old)
         new = judge.judge(expect, {"pods": logs})
         if expect.system in POD_ANNOTATION_PARTS:  # what this judge leaves to a cluster, as a proof now names it

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROBES = Path(__file__).resolve().parent.parent.parent / "incluster"
+ROOT = Path(__file__).resolve().parents[3]
+"""The repository root: the probes run as modules of components.incluster from there."""
+PACKAGE = "components.incluster"
 STRIPPED_ENV = (
     "LD_PRELOAD",
     "CUDA_DEVICE_MEMORY_LIMIT",
@@ -80,7 +82,7 @@ def hami_env(lib: str | None, limit_env: Mapping[str, str], cores: int | None, c
 def run_process(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of one probe process; a timeout is exit 124 with what it printed."""
     try:
-        done = subprocess.run(list(argv), env=dict(env), capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(list(argv), env=dict(env), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
@@ -89,7 +91,8 @@ def run_process(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> 
 
 
 def probe(name: str, args: Sequence[str]) -> list[str]:
-    return [sys.executable, str(PROBES / f"{name}.py"), "--json", *args]
+    """One probe as a module of the package, run from the repository root (run_process's cwd)."""
+    return [sys.executable, "-m", f"{PACKAGE}.{name}", "--json", *args]
 
 
 def run_pods(
