@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROBES = Path(__file__).resolve().parent.parent.parent / "incluster"
+REPOSITORY = Path(__file__).resolve().parents[3]
+"""Where `python -m components.incluster.<probe>` finds the package: every probe process runs from here."""
 STRIPPED_ENV = (
     "LD_PRELOAD",
     "CUDA_DEVICE_MEMORY_LIMIT",
@@ -80,7 +81,8 @@ def hami_env(lib: str | None, limit_env: Mapping[str, str], cores: int | None, c
 def run_process(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of one probe process; a timeout is exit 124 with what it printed."""
     try:
-        done = subprocess.run(list(argv), env=dict(env), capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(list(argv), env=dict(env), capture_output=True, text=True, timeout=timeout,
+                              cwd=REPOSITORY)  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
@@ -89,7 +91,8 @@ def run_process(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> 
 
 
 def probe(name: str, args: Sequence[str]) -> list[str]:
-    return [sys.executable, str(PROBES / f"{name}.py"), "--json", *args]
+    """A probe as a module of the in-cluster package, as a Pod runs it from its mount."""
+    return [sys.executable, "-m", f"components.incluster.{name}", "--json", *args]
 
 
 def run_pods(
