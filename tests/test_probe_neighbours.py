@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -273,3 +274,72 @@ def test_the_host_proof_steps_add_at_most_11_seconds_and_the_clusters_allow_ten_
     assert phases.phases(10.0, 3.0) == phases.CLUSTER and phases.CLUSTER.fault_delay_s == 6.7
     with pytest.raises(ValueError, match="seconds ≥ 0"):
         phases.phases(-1.0)
+
+
+RECORD = ROOT / "docs" / "host-proof" / "h200"
+INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def _recorded() -> list[tuple[str, dict[str, Any]]]:
+    """Every fault and bandwidth output the H200 runs left: the standalone runs and the host proofs' Pods."""
+    found = []
+    for probe in ("fault", "bandwidth"):
+        for path in sorted((RECORD / probe).glob("*.json")):
+            data = json.loads(path.read_text())
+            found += [(f"{path.name} {role}", data[role]) for role in ("neighbour", "faulter", "hog") if role in data]
+    for path in sorted((RECORD / "neighbour-steps").glob("*/evidence.json")):
+        for pod, outputs in json.loads(path.read_text()).items():
+            found += [(f"{path.parent.name} {pod} {p}", outputs[p]) for p in ("fault", "bandwidth") if p in outputs]
+    return found
+
+
+@pytest.mark.parametrize("role", ["neighbour", "faulter"])
+def test_the_fault_probe_prints_the_same_keys_on_a_bare_host_as_it_did_on_the_h200(role: str, tmp_path: Any) -> None:
+    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
+    argv = [sys.executable, "-m", "components.incluster.fault", "--json", "--role", role, "--window", "1",
+            "--delay", "0.5"]  # fmt: skip
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    printed = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    recorded = [out for name, out in _recorded() if out.get("probe") == "fault" and out.get("role") == role]
+    assert len(recorded) == 5 and all(set(out) == printed for out in recorded)
+
+
+def test_the_recorded_h200_outputs_keep_the_documented_contract() -> None:
+    outputs = _recorded()
+    assert len(outputs) == 20  # 3 setups × 4 outputs, 2 host proofs × 2 Pods × 2 steps
+    for name, out in outputs:
+        assert out["ok"] is True and out["error"] is None, name
+        assert isinstance(out["pid"], int) and out["role"] in ("neighbour", "faulter", "hog"), name
+        for key in ("started_at", "ended_at", "copy_started_at", "copy_ended_at", "fault_at", "cuda_error_at"):
+            assert out.get(key) is None or INSTANT.match(out[key]), (name, key, out.get(key))
+        took = timeline.epoch(out["ended_at"]) - timeline.epoch(out["started_at"])
+        assert took >= out["window_s"] - 0.01, name  # a step lasts its window, so the next ones start together
+        line = out.get("timeline")
+        if line:
+            # ceil(measured_s); the H200's runs rounded measured_s to the nearest ms, so one may have one entry more
+            measured = line["measured_s"]
+            assert max(math.ceil(measured), 1) <= len(line["per_s"]) <= math.ceil(measured + 0.001), name
+            assert INSTANT.match(line["t0"]), name
+        if out["probe"] == "bandwidth":
+            gbps = out["gbps"]
+            assert gbps["seconds"] > 0 and 0 < gbps["min"] <= gbps["mean"] <= gbps["max"], name
+            assert out["children"] == [] and out["copy"]["bytes_per_copy"] == 2 * out["copy"]["mib"] * 2**20
+        elif out["role"] == "neighbour":
+            assert out["launches"] == sum(line["per_s"]) and out["children"][0]["pid"] != out["pid"], name
+            assert out["survived"] is (out["cuda_error"] is None), name
+        else:
+            assert out["faulted"] and out["cuda_error"] == out["expected_error"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+            assert timeline.epoch(out["fault_at"]) >= timeline.epoch(out["started_at"]) + out["delay_s"] - 0.01
+            assert out["faulting_pid"] == out["children"][0]["pid"] and out["served"] is True, name
+            faulting_ended = timeline.epoch(out["children"][0]["ended_at"])
+            assert all(timeline.epoch(s["started_at"]) >= faulting_ended for s in out["serve"]), name
+
+
+def test_on_the_h200_a_fault_took_the_neighbour_down_only_under_mps() -> None:
+    fates = {}
+    for setup in ("bare", "hami-core", "mps"):
+        data = json.loads((RECORD / "fault" / f"{setup}.json").read_text())
+        seen = timeline.around(data["neighbour"]["timeline"], data["faulter"]["fault_at"])
+        assert seen["inside"] and len(seen["before"]) >= 1 and all(rate > 0 for rate in seen["before"])
+        fates[setup] = (data["neighbour"]["survived"], len(seen["after"]) >= 1)
+    assert fates == {"bare": (True, True), "hami-core": (True, True), "mps": (False, False)}

@@ -80,6 +80,13 @@ ENV_KEYS = (
     "LD_PRELOAD",
 )
 
+ROLE_FIELDS = {
+    "neighbour": ("timeline", "launches", "survived", "cuda_error", "cuda_error_at"),
+    "faulter": ("fault_at", "cuda_error", "cuda_error_at", "faulted", "faulting_pid", "faulting_ended", "served",
+                "serve"),
+}  # fmt: skip
+"""What each role measures, beside the fields both share (docs/probes.md)."""
+
 Clock = Callable[[], float]
 ChildRunner = Callable[[Sequence[str], float], dict[str, Any]]
 
@@ -215,8 +222,7 @@ def neighbour(end: float, window: float, run: ChildRunner, children: list[dict[s
     """The loop child until the window's end (less END_MARGIN_S): its rate timeline, whether it survived, its error."""
     child = run(["--child", "loop", "--at", f"{end - END_MARGIN_S:.3f}"], window + CHILD_GRACE_S)
     children.append(_summary("neighbour", child))
-    keys = ("timeline", "launches", "survived", "cuda_error", "cuda_error_at", "gpu_uuid", "gpu_name")
-    fields = {k: child.get(k) for k in keys}
+    fields = {k: child.get(k) for k in (*ROLE_FIELDS["neighbour"], "gpu_uuid", "gpu_name")}
     if not child.get("initialized") or "launches" not in child:
         raise ProbeError(f"the neighbour's child did not run: {child.get('error')}")
     return fields
@@ -255,11 +261,14 @@ def faulter(start: float, window: float, delay: float, run: ChildRunner, clock: 
 
 
 def new_result(args: argparse.Namespace, env: Mapping[str, str | None], preload: Mapping[str, Any]) -> dict[str, Any]:
+    """Every field of the role, null until measured: the same keys whether or not the role reached the card."""
     mechanism = mechanism_of(env, preload.get("mapped") or [], HAMI_KEYS, args.mechanism)
+    measured = ROLE_FIELDS["neighbour" if args.role == "neighbour" else "faulter"]
     return {"probe": "fault", "role": args.role, "ok": False, "error": None, "pid": os.getpid(), "children": [],
             "window_s": args.window, "delay_s": args.delay if args.role == "faulter" else None,
             "expected_error": EXPECTED_ERROR, "mechanism": mechanism, "env": dict(env), "preload": dict(preload),
-            "gpu_uuid": None, "gpu_name": None, "started_at": now_iso(), "ended_at": None}  # fmt: skip
+            "gpu_uuid": None, "gpu_name": None, **dict.fromkeys(measured), "started_at": now_iso(),
+            "ended_at": None}  # fmt: skip
 
 
 def run_role(args: argparse.Namespace, result: dict[str, Any], run: ChildRunner = run_child,

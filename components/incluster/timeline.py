@@ -1,9 +1,9 @@
 """Per-second timelines on the wall clock: what the fault and bandwidth probes record, and how a reader splits them.
 
 A timeline is `{"t0": RFC 3339 instant, "per_s": [amount finished in [t0+i, t0+i+1)], "measured_s": float}`: one
-entry per second from t0 until the measurement ended, the last one covering [t0+len-1, t0+measured_s), so it may be
-partial. Wall-clock instants, so two Pods on one node compare (the fault of one against the rate of the other).
-Standard library only; pure functions.
+entry per second from t0 until the measurement ended (`measured_s`, to the millisecond, rounded up), the last one
+covering [t0+len-1, t0+measured_s), so it may be partial. Wall-clock instants, so two Pods on one node compare
+(the fault of one against the rate of the other). Standard library only; pure functions.
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ class Recorder:
 
     def to_dict(self, ended: float, scale: float = 1.0, digits: int = 1) -> dict[str, Any]:
         """The timeline up to `ended` (the measurement's end), each entry × `scale`; whole numbers stay ints."""
-        measured = max(ended - self.t0, 0.0)
+        measured = math.ceil(max(ended - self.t0, 0.0) * 1000) / 1000  # to the ms, up: len(per_s) = ceil(measured_s)
         length = max(math.ceil(measured), 1)
         values = [v * scale for v in self.per_s[:length]] + [0.0] * max(length - len(self.per_s), 0)
         shown: list[float] = [int(v) if float(v).is_integer() else round(v, digits) for v in values]
-        return {"t0": iso(self.t0), "per_s": shown, "measured_s": round(measured, 3)}
+        return {"t0": iso(self.t0), "per_s": shown, "measured_s": measured}
 
 
 def _buckets(timeline: Mapping[str, Any]) -> list[tuple[float, float, float]]:
