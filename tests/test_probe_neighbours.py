@@ -304,6 +304,19 @@ def test_the_fault_probe_prints_the_same_keys_on_a_bare_host_as_it_did_on_the_h2
     assert len(recorded) == 5 and all(set(out) == printed for out in recorded)
 
 
+@pytest.mark.parametrize("role", ["neighbour", "hog"])
+def test_the_bandwidth_probe_prints_the_same_keys_on_a_bare_host_as_it_did_on_the_h200(
+    role: str, tmp_path: Any
+) -> None:
+    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
+    argv = [sys.executable, "-m", "components.incluster.bandwidth", "--json", "--role", role, "--window", "1",
+            "--delay", "0.2", "--hog-seconds", "0.5"]  # fmt: skip
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    printed = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    recorded = [out for name, out in _recorded() if out.get("probe") == "bandwidth" and out.get("role") == role]
+    assert len(recorded) == 5 and all(set(out) == printed for out in recorded)
+
+
 def test_the_recorded_h200_outputs_keep_the_documented_contract() -> None:
     outputs = _recorded()
     assert len(outputs) == 20  # 3 setups × 4 outputs, 2 host proofs × 2 Pods × 2 steps
