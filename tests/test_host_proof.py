@@ -16,8 +16,9 @@ import pytest
 
 from components.incluster import judge, message, verifier
 from components.incluster.expectation import Expectation
+from components.verify import phases
 from components.verify.host import expectation
-from components.verify.host.proof import HostOptions, pod_env, prove
+from components.verify.host.proof import HostOptions, pod_env, pod_steps, prove
 from components.verify.host.runner import STRIPPED_ENV, clean_env, mps_client_env
 from tests.helpers import real_fixtures, recorded
 from tests.helpers.probes import ROOT, module_argv
@@ -51,6 +52,32 @@ def test_the_plan_gives_each_proof_pods_probe_arguments(cluster: dict[str, Any])
     memory = pods["gpu-slice-b"]["memory"]
     assert memory[memory.index("--expect-limit-mib") + 1] == "4000" and "--findings" in memory
     assert cluster["expect"]["coresPercent"] == 30 and cluster["expect"]["limitBytes"] == 4000 * 2**20
+
+
+def test_the_host_runs_each_pods_fault_and_bandwidth_steps_first_with_its_own_windows(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    pods = cluster["pods"]
+    assert list(pods["gpu-slice-a"]) == ["fault", "bandwidth", "compute", "memory"]  # the Pod's own order
+    assert list(pods["gpu-slice-b"]) == ["fault", "bandwidth", "memory"]
+    options = HostOptions(setup="hami-core", workdir=tmp_path, lib="/x/libvgpu.so", stagger_seconds=3.0)
+    env = pod_env(cluster["expect"], options, "gpu-slice-b")
+    steps = pod_steps(pods["gpu-slice-b"], env, options, ["--baseline", "b.json"])
+    modules = [argv[2] for argv, _ in steps]
+    assert modules == [f"components.incluster.{p}" for p in ("fault", "bandwidth", "compute", "memory")]
+    assert all(step_env is env for _, step_env in steps)  # one container: one cache file for every step
+    fault_argv, hog_argv = steps[0][0], steps[1][0]
+    host = phases.host(3.0)
+    assert fault_argv[fault_argv.index("--window") + 1] == f"{host.fault_window_s:g}"
+    assert fault_argv[fault_argv.index("--delay") + 1] == f"{host.fault_delay_s:g}"
+    assert hog_argv[hog_argv.index("--role") + 1] == "hog" and hog_argv[-2:] == ["--mechanism", "hami-core"]
+    assert host.fault_window_s < phases.CLUSTER.fault_window_s
+
+
+def test_a_probe_run_as_a_module_is_found_in_the_pods_shell_command() -> None:
+    found = expectation.probe_argv(["/bin/sh", "-c", "python3 -m gpushare.fault --json --role neighbour; "
+                                    "exec python3 /gpushare/memory.py --json"])  # fmt: skip
+    assert found == {"fault": ["--json", "--role", "neighbour"], "memory": ["--json"]}
 
 
 def test_a_pod_command_without_a_memory_probe_is_refused() -> None:

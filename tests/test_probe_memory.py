@@ -248,21 +248,38 @@ def test_ready_file_waits_for_an_enforced_limit() -> None:
 
 
 def _h200_hami_child(quota_mib: int, context_mib: int, parent_cache: str | None) -> Any:
-    """A child process as HAMi-core treated it on the H200: the cache file pins the quota, a fresh file is a new
-    one (its own env's limit then counts), the primary context is charged, a cuCtxCreate context is not."""
+    """A child process as HAMi-core treated it on the H200: a region's limit is its first opener's (a fresh file
+    is a new region, its own env's limit then counts; 0 is none), the primary context is charged, a cuCtxCreate
+    context is not. No cache variable opens the default file (multiprocess_memory_limit.c:1077-1080)."""
+    default = memory.all_findings.__globals__["DEFAULT_CACHE"]
+    regions = {parent_cache or default: quota_mib}  # the parent made its region first
 
     def runner(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
-        fresh = env.get("CUDA_DEVICE_MEMORY_SHARED_CACHE") != parent_cache
+        path = env.get("CUDA_DEVICE_MEMORY_SHARED_CACHE") or default
+        own = env.get("CUDA_DEVICE_MEMORY_LIMIT_0") or env.get("CUDA_DEVICE_MEMORY_LIMIT")
+        limit = regions.setdefault(path, int(own.rstrip("m")) if own else 0)
         if mode == "view":  # a fresh control child's view: its primary context's charge
             return {"ok": True, "allocated": False, "charged_mib": context_mib, "own_context_mib": None, "stderr": ""}
-        limit = int(env["CUDA_DEVICE_MEMORY_LIMIT_0"].rstrip("m")) if fresh else quota_mib
-        held = 0 if fresh else quota_mib // 2 + context_mib  # the parent's hold and context, on a shared file
+        held = quota_mib // 2 + context_mib if path == (parent_cache or default) else 0  # the parent's hold
         charged = (0 if mode == "ctx-create" else context_mib) + held
-        allocated = charged + mib <= limit
+        if mode == "largest":
+            largest = mib if limit == 0 else max(min(mib, limit - charged), 0)
+            return {"ok": True, "allocated": largest > 0, "largest_mib": largest, "view_total_mib": limit or 143_771,
+                    "stderr": ""}  # fmt: skip
+        allocated = limit == 0 or charged + mib <= limit
         return {"ok": True, "allocated": allocated, "cuda_error": None if allocated else "CUDA_ERROR_OUT_OF_MEMORY",
                 "stderr": "" if allocated else OOM_WITHOUT_THREAD + "\n"}  # fmt: skip
 
     return runner
+
+
+@pytest.fixture(autouse=True)
+def _default_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The default region file, where a test can see it (never the machine's own /tmp/cudevshr.cache)."""
+    path = tmp_path / "cudevshr.cache"
+    monkeypatch.setitem(memory.all_findings.__globals__, "DEFAULT_CACHE", str(path))
+    monkeypatch.setattr(findings, "DEFAULT_CACHE", str(path))
+    return path
 
 
 def test_findings_report_a_fresh_cache_file_an_own_limit_and_a_created_context_as_bypasses(
@@ -273,7 +290,8 @@ def test_findings_report_a_fresh_cache_file_an_own_limit_and_a_created_context_a
     driver = FakeDriver(physical_mib=143_771, quota_mib=4000, context_mib=518)
     result = _measure(driver, _h200_hami_child(4000, 518, "/tmp/pod.cache"), expect_limit_mib=4000, findings=True)
     by_id = {f["id"]: f for f in result["findings"]}
-    assert list(by_id) == ["fresh-cache-file", "own-limit-fresh-cache", "cuctxcreate-context", "context-charge"]
+    assert list(by_id) == ["fresh-cache-file", "own-limit-fresh-cache", "cuctxcreate-context", "context-charge",
+                           "env-less-process", "env-less-first-toucher"]  # fmt: skip
     bypasses = [by_id[f] for f in ("fresh-cache-file", "own-limit-fresh-cache", "cuctxcreate-context")]
     assert all(f["bypassed"] is True and "why" not in f for f in bypasses)
     charged = by_id["context-charge"]  # charged as a fresh control child is: no way around the quota
@@ -297,7 +315,7 @@ def test_created_context_is_not_called_a_bypass_when_a_fresh_primary_context_fit
 def test_findings_on_a_bare_gpu_say_there_is_nothing_to_bypass() -> None:
     driver = FakeDriver(physical_mib=143_771, quota_mib=None, context_mib=518)
     result = _measure(driver, _no_children, expect_limit_mib=4000, findings=True)
-    assert [f["bypassed"] for f in result["findings"]] == [None, None, None, None]
+    assert [f["bypassed"] for f in result["findings"]] == [None] * 6
     assert {f["id"] for f in result["findings"]} >= {"context-charge", "cuctxcreate-context"}
     assert all("did not hold in this process itself" in f["why"] for f in result["findings"])
 
@@ -483,3 +501,53 @@ def test_the_view_child_without_a_driver_answers_json_and_exits_nonzero(tmp_path
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     answer = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 1 and answer["ok"] is False and "cannot load" in answer["error"]
+
+
+def _recording(runner: Any, seen: list[tuple[str, dict[str, str]]]) -> Any:
+    def record(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
+        seen.append((mode, dict(env)))
+        if "CUDA_DEVICE_MEMORY_SHARED_CACHE" not in env:  # HAMi-core creates the default region's file
+            Path(findings.DEFAULT_CACHE).touch()
+        return runner(mode, mib, env)
+
+    return record
+
+
+def test_an_env_less_process_beside_a_hami_pod_opens_its_own_unlimited_region_and_poisons_a_region_it_makes_first(
+    monkeypatch: pytest.MonkeyPatch, _default_cache: Path
+) -> None:
+    for key, value in {"CUDA_DEVICE_MEMORY_LIMIT_0": "4000m", "CUDA_DEVICE_SM_LIMIT": "30",
+                       "CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/pod.cache", "LD_PRELOAD": "/x/libvgpu.so"}.items():
+        monkeypatch.setenv(key, value)  # fmt: skip
+    seen: list[tuple[str, dict[str, str]]] = []
+    after, first = findings.env_less_findings(4000, _recording(_h200_hami_child(4000, 518, "/tmp/pod.cache"), seen), [])
+    assert after["id"] == "env-less-process" and after["bypassed"] is True and after["largest_mib"] == 8000
+    assert after["region_is_the_pods"] is False and after["region_existed"] is False
+    assert first["id"] == "env-less-first-toucher" and first["bypassed"] is True and first["largest_mib"] == 8000
+    assert first["after_largest_mib"] <= 4000 and first["reachable"] is False  # the other order is held
+    for _mode, env in seen:
+        if "CUDA_DEVICE_MEMORY_LIMIT_0" not in env:  # every env-less child: none of HAMi-core's env, the library kept
+            assert not {k for k in env if k.startswith(("CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT"))}
+            assert env["LD_PRELOAD"] == "/x/libvgpu.so"
+    bare = [env for mode, env in seen if "CUDA_DEVICE_MEMORY_SHARED_CACHE" not in env]
+    assert len(bare) == 1  # only the `env -i` child opens the default region
+    assert not _default_cache.exists()  # made by the try, not the Pod's: no unlimited region is left behind
+
+
+def test_in_a_kai_pod_the_env_less_process_joins_the_pods_region_and_is_held_but_as_first_toucher_unlimits_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_DEVICE_MEMORY_LIMIT", "4147m")  # KAI's binder: no cache file named
+    monkeypatch.delenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", raising=False)
+    after, first = findings.env_less_findings(4147, _h200_hami_child(4147, 518, None), [])
+    assert after["bypassed"] is False and after["region_is_the_pods"] is True and after["largest_mib"] <= 4147
+    assert "this Pod's own region" in after["observed"]
+    assert first["after_largest_mib"] == after["largest_mib"]  # an env-less process after: the same region, held
+    assert first["bypassed"] is True and first["reachable"] is True and "opens this Pod region" in first["observed"]
+
+
+def test_the_largest_child_asks_the_cap_first_then_halves_to_one_mib() -> None:
+    assert findings.largest_up_to(lambda mib: True, 8000) == (8000, 1)
+    largest, calls = findings.largest_up_to(lambda mib: mib <= 3482, 8000)
+    assert largest == 3482 and calls <= 1 + math.ceil(math.log2(8000))
+    assert findings.largest_up_to(lambda mib: False, 8000)[0] == 0

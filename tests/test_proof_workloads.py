@@ -142,15 +142,46 @@ def test_memory_probe_command_carries_the_expectation(plans: dict[str, Plan]) ->
         assert "--findings" in argv
 
 
-def test_pod_a_runs_the_compute_baseline_first_when_cores_are_set(plans: dict[str, Plan]) -> None:
-    command = container(plans["cluster"], "pod-a")["command"]
+def steps(plan: Plan, role: str) -> list[list[str]]:
+    """A proof Pod's steps, each an argv, in the order its shell runs them."""
+    import shlex
+
+    command = container(plan, role)["command"]
     assert command[:2] == ["/bin/sh", "-c"]
-    compute, memory = command[2].split("; exec ", 1)
-    assert compute.startswith("python3 -m incluster.compute --json --seconds 20 --baseline")
-    assert memory.startswith("python3 -m incluster.memory")
+    return [shlex.split(part.strip().removeprefix("exec ")) for part in command[2].split(";")]
+
+
+def probes_run(plan: Plan, role: str) -> list[str]:
+    """What each step runs: a module (`-m incluster.fault`) , every probe."""
+    return [argv[2] if argv[1] == "-m" else argv[1] for argv in steps(plan, role)]
+
+
+def test_pod_a_measures_as_the_neighbour_then_compute_and_pod_b_faults_and_hogs_first(plans: dict[str, Plan]) -> None:
+    a, b = steps(plans["cluster"], "pod-a"), steps(plans["cluster"], "pod-b")
+    assert [s[:3] for s in a] == [["python3", "-m", "incluster.fault"], ["python3", "-m", "incluster.bandwidth"],
+                                  ["python3", "-m", "incluster.compute"],
+                                  ["python3", "-m", "incluster.memory"]]  # fmt: skip
+    assert a[2][3:] == ["--json", "--seconds", "20", "--baseline", "child"]
+    assert flag(a[0], "--role") == "neighbour" and flag(a[1], "--role") == "neighbour"
     # Only A measures compute: B would compete for the SMs and spoil both numbers.
-    assert container(plans["cluster"], "pod-b")["command"][0] == "python3"
-    assert container(plans["k3s"], "pod-a")["command"][0] == "python3"
+    assert probes_run(plans["cluster"], "pod-b") == ["incluster.fault", "incluster.bandwidth", "incluster.memory"]
+    assert flag(b[0], "--role") == "faulter" and flag(b[1], "--role") == "hog"
+    assert probes_run(plans["k3s"], "pod-a") == ["incluster.fault", "incluster.bandwidth", "incluster.memory"]
+
+
+def test_both_pods_neighbour_steps_last_as_long_so_what_follows_starts_together(plans: dict[str, Plan]) -> None:
+    for plan in plans.values():
+        a, b = steps(plan, "pod-a"), steps(plan, "pod-b")
+        assert flag(a[0], "--window") == flag(b[0], "--window") == "19"
+        assert flag(a[1], "--window") == flag(b[1], "--window") == "19.2"
+        assert (flag(b[0], "--delay"), flag(b[1], "--delay"), flag(b[1], "--hog-seconds")) == ("6.7", "6.7", "2.2")
+
+
+def test_the_probe_mount_is_a_package_on_the_python_path(plans: dict[str, Plan]) -> None:
+    for plan in plans.values():
+        for role in ("pod-a", "pod-b"):
+            assert env(plan, role)["PYTHONPATH"] == "/opt/gpushare"
+            assert container(plan, role)["volumeMounts"][0]["mountPath"] == "/opt/gpushare/incluster"
 
 
 def test_proof_and_overcommit_pods_wait_only_for_creation_and_are_awaited_on_delete(plans: dict[str, Plan]) -> None:

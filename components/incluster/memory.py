@@ -326,7 +326,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--ready-file", default=None, help="touch this when the probe finished and the quota held")
     p.add_argument("--keep-holding", type=int, default=None, metavar="MIB", help="then hold MIB until killed")
-    p.add_argument("--child", choices=("alloc", "ctx-create", "view"), help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=("alloc", "ctx-create", "view", "largest"), help=argparse.SUPPRESS)
     p.add_argument("--child-mib", type=int, default=0, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 

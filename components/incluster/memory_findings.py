@@ -1,8 +1,9 @@
 """The memory probe's findings and its child processes: what a quota may not stop, each tried and reported.
 
 Imported by memory.py; also run as a child, `python3 -m <package>.memory_findings --child MODE --child-mib N`,
-which makes one context and allocates once, printing one JSON line. HAMi-core: a fresh shared-cache file, a
-fresh file with its own limit, a cuCtxCreate context, and the context's own charge; MPS: a client's own pinned
+which makes one context and allocates (once, or up to N MiB as large as fits), printing one JSON line. HAMi-core: a
+fresh shared-cache file, a fresh file with its own limit, a cuCtxCreate context, the context's own charge, and a
+process without HAMi-core's env after this one and as its region's first toucher; MPS: a client's own pinned
 limit and a client that leaves the server. Each finding is `{"id", "tried",
 "observed", "bypassed"}` (`why` when bypassed is null), never judged into `limit_enforced`.
 Standard library only.
@@ -10,12 +11,14 @@ Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,6 +28,14 @@ from ._cuda import MIB, Cuda, ProbeError, captured_stderr, finding, open_nvml
 CHILD_TIMEOUT_S = 90
 CHARGE_TOLERANCE_MIB = 8
 """Contexts differ by a few MiB between processes (514 and 518 MiB charged on the H200): a smaller gap is no bypass."""
+
+DEFAULT_CACHE = "/tmp/cudevshr.cache"
+"""The region a process opens without CUDA_DEVICE_MEMORY_SHARED_CACHE (HAMi-core multiprocess_memory_limit.h:28,
+read at multiprocess_memory_limit.c:1077-1080)."""
+HAMI_ENV_PREFIXES = ("CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT")
+HAMI_ENV_KEYS = ("CUDA_DEVICE_MEMORY_SHARED_CACHE", "GPU_CORE_UTILIZATION_POLICY")
+"""What HAMi-core reads from the env: an `env -i` or SSH session has none of it, while /etc/ld.so.preload (on a host
+LD_PRELOAD, kept) still loads the library."""
 
 _OOM = re.compile(r"Device\s+(\d+)\s+OOM\s+(\d+)\s*/\s*(\d+)")
 
@@ -239,12 +250,84 @@ def context_charge_finding(charged_mib: int | None, quota_mib: int, own_context_
     return found
 
 
+def env_less(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without anything HAMi-core reads: the limits, the cache file, the utilization policy."""
+    return {k: v for k, v in env.items() if not k.startswith(HAMI_ENV_PREFIXES) and k not in HAMI_ENV_KEYS}
+
+
+def _largest(answer: Mapping[str, Any]) -> str:
+    if not answer.get("ok"):
+        return f"could not measure ({answer.get('error')})"
+    return f"could allocate {answer.get('largest_mib')} MiB (its view: {answer.get('view_total_mib')} MiB)"
+
+
+def env_less_findings(quota_mib: int, runner: ChildRunner, oom: list[str]) -> list[dict[str, Any]]:
+    """A process started without HAMi-core's env (`env -i`, an SSH session), after this one and as first toucher.
+
+    HAMi-core takes a region's limits from the process that creates it (multiprocess_memory_limit.c:1120-1146);
+    a later one's are only compared, and the file's kept ("Limit inconsistency detected", :1147-1165); a limit of
+    0 is no limit (allocator.c:45-47, oom_check). Without CUDA_DEVICE_MEMORY_SHARED_CACHE a process opens
+    DEFAULT_CACHE (:1077-1080): the Pod's own region only where the Pod's env names no other file (KAI's binder
+    sets none; HAMi's device plugin names one per container), so only there can an env-less process touch it first.
+    - env-less-process: after this process made its region, a child with no HAMi-core env asks up to twice the
+      quota: in its own DEFAULT_CACHE region (limit 0) it gets it; in the Pod's, it is held.
+    - env-less-first-toucher: an env-less child creates a fresh region first, then a child with this Pod's limits
+      opens it and asks up to twice the quota; beside it, the other order on this Pod's region (the env-less child
+      after the limited process). The fresh file stands in for the Pod's region, so no region in use is touched.
+    Children run two at a time (the first-toucher pair in order, beside the two others): the host proof's time.
+    """
+    cap = 2 * quota_mib
+    own = os.environ.get("CUDA_DEVICE_MEMORY_SHARED_CACHE") or DEFAULT_CACHE
+    reachable = own == DEFAULT_CACHE
+    existed = os.path.exists(DEFAULT_CACHE)
+    fresh = _fresh_cache()
+    bare = env_less(os.environ)
+    pair: dict[str, dict[str, Any]] = {}
+
+    def first_toucher() -> None:
+        pair["first"] = runner("view", 0, {**bare, "CUDA_DEVICE_MEMORY_SHARED_CACHE": fresh})
+        pair["limited"] = runner("largest", cap, {**os.environ, "CUDA_DEVICE_MEMORY_SHARED_CACHE": fresh})
+
+    thread = threading.Thread(target=first_toucher)
+    thread.start()
+    alone = runner("largest", cap, bare)
+    joined = runner("largest", cap, {**bare, "CUDA_DEVICE_MEMORY_SHARED_CACHE": own})
+    thread.join()
+    if not existed and not reachable:
+        with contextlib.suppress(OSError):  # leave no unlimited region behind for a later process to join
+            os.remove(DEFAULT_CACHE)
+    first, limited = pair.get("first", {}), pair.get("limited", {})
+    _collect(oom, alone, joined, first, limited)
+    region = ("this Pod's own region (its env names no other file)" if reachable
+              else f"its own region, not this Pod's {own}")  # fmt: skip
+    tried = (f"a child process without HAMi-core's env (no CUDA_DEVICE_MEMORY_LIMIT*, CUDA_DEVICE_SM_LIMIT*,"
+             f" CUDA_DEVICE_MEMORY_SHARED_CACHE), the library still loaded, after this process made its region,"
+             f" asking up to {cap} MiB (quota {quota_mib} MiB)")  # fmt: skip
+    observed = (f"it opened {DEFAULT_CACHE} ({'there before' if existed else 'new'}): {region}; it {_largest(alone)}")
+    after = {**finding("env-less-process", tried, observed, alone["largest_mib"] > quota_mib if alone.get("ok")
+                       else None, alone.get("error")),
+             "largest_mib": alone.get("largest_mib"), "quota_mib": quota_mib, "region": DEFAULT_CACHE,
+             "region_is_the_pods": reachable, "region_existed": existed}  # fmt: skip
+    tried = (f"an env-less child creating a fresh region ({fresh}) first, then a child with this Pod's limits on it"
+             f" asking up to {cap} MiB; and the other order on this Pod's region {own}: an env-less child after"
+             f" this limited process")  # fmt: skip
+    observed = (f"the limited child {_largest(limited)} from the region the env-less child made; on the region this"
+                f" process made, an env-less child {_largest(joined)}; an env-less process "
+                f"{'opens this Pod region' if reachable else 'never opens this Pod region (its env names it)'}")
+    judged = limited["largest_mib"] > quota_mib if limited.get("ok") and first.get("ok") else None
+    before = {**finding("env-less-first-toucher", tried, observed, judged, limited.get("error") or first.get("error")),
+              "largest_mib": limited.get("largest_mib"), "after_largest_mib": joined.get("largest_mib"),
+              "quota_mib": quota_mib, "reachable": reachable}  # fmt: skip
+    return [after, before]
+
+
 def all_findings(alloc: Any, result: dict[str, Any], runner: ChildRunner, log: Callable[[str], None]) -> None:
     """The mechanism's findings, appended to `result` as each one finishes."""
     quota = result["expected_limit_mib"] or result["visible_total_mib"] or 0
     oom: list[str] = []
     ids = ("mps-own-pinned-limit", "mps-pipe-directory") if result["mechanism"] == "mps" else (
-        "fresh-cache-file", "own-limit-fresh-cache", "context-charge")  # fmt: skip
+        "fresh-cache-file", "own-limit-fresh-cache", "context-charge", "env-less-process",
+        "env-less-first-toucher")  # fmt: skip
     largest = result.get("largest_alloc_mib")
     if largest is None or largest > quota:
         why = f"the {quota} MiB quota did not hold in this process itself (largest allocation {largest} MiB)"
@@ -253,7 +336,7 @@ def all_findings(alloc: Any, result: dict[str, Any], runner: ChildRunner, log: C
         return
     charge = result["context_overhead_mib"]
     if result["mechanism"] == "mps":
-        tries: list[Callable[[], dict[str, Any]]] = [
+        tries: list[Callable[[], dict[str, Any] | list[dict[str, Any]]]] = [
             lambda: mps_pinned_finding(quota, runner),
             lambda: mps_pipe_finding(quota, runner),
             lambda: context_finding(result["largest_alloc_mib"], result["context_overhead_mib"], quota, runner, oom),
@@ -264,12 +347,14 @@ def all_findings(alloc: Any, result: dict[str, Any], runner: ChildRunner, log: C
             lambda: own_limit_finding(quota, runner, oom),
             lambda: context_finding(result["largest_alloc_mib"], result["context_overhead_mib"], quota, runner, oom),
             lambda: context_charge_finding(charge, quota, result.get("own_context_mib"), runner),
+            lambda: env_less_findings(quota, runner, oom),
         ]
     for attempt in tries:
         with captured_stderr(result["hami_oom_lines"]):
-            found = attempt()
-        result["findings"].append(found)
-        log(f"finding {found['id']}: {found['observed']} (bypassed: {found['bypassed']})")
+            answer = attempt()
+        for found in answer if isinstance(answer, list) else [answer]:
+            result["findings"].append(found)
+            log(f"finding {found['id']}: {found['observed']} (bypassed: {found['bypassed']})")
     result["hami_oom_lines"].extend(oom)
 
 
@@ -280,9 +365,23 @@ def own_context_mib(nvml: Any) -> int | None:
     return None if used is None else used // MIB
 
 
+def largest_up_to(fits: Callable[[int], bool], cap_mib: int) -> tuple[int, int]:
+    """The largest allocation up to `cap_mib` that fits, to 1 MiB, asking the cap first: (MiB, calls)."""
+    calls = 1
+    if fits(cap_mib):
+        return cap_mib, calls
+    lo, hi = 0, cap_mib
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        calls += 1
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo, calls
+
+
 def child_main(mode: str, mib: int) -> int:
-    """One allocation of `mib` on the primary context (`alloc`) or a cuCtxCreate context (`ctx-create`), or only
-    the primary context's charge (`view`: the view's total less its free memory) and NVML's size of it."""
+    """One allocation of `mib` on the primary context (`alloc`) or a cuCtxCreate context (`ctx-create`), only
+    the primary context's charge (`view`: the view's total less its free memory) and NVML's size of it, or the
+    largest allocation up to `mib` (`largest`)."""
     answer: dict[str, Any] = {"ok": False, "allocated": False, "error": None, "cuda_error": None, "pid": os.getpid()}
     try:
         cuda = Cuda()
@@ -295,6 +394,17 @@ def child_main(mode: str, mib: int) -> int:
             free, total = cuda.mem_info()
             answer["charged_mib"], answer["own_context_mib"] = (total - free) // MIB, own_context_mib(open_nvml())
             answer["ok"] = True
+        elif mode == "largest":
+            answer["view_total_mib"] = cuda.mem_info()[1] // MIB
+
+            def fits(ask: int) -> bool:
+                ptr, answer["cuda_error"] = cuda.try_alloc(ask * MIB)
+                if ptr is not None:
+                    cuda.free(ptr)
+                return ptr is not None
+
+            answer["largest_mib"], answer["calls"] = largest_up_to(fits, mib)
+            answer["ok"], answer["allocated"] = True, answer["largest_mib"] > 0
         else:
             ptr, answer["cuda_error"] = cuda.try_alloc(mib * MIB)
             answer["ok"], answer["allocated"] = True, ptr is not None
@@ -309,7 +419,8 @@ def child_main(mode: str, mib: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 4 or args[0] != "--child" or args[2] != "--child-mib":
-        print("usage: python3 -m <package>.memory_findings --child alloc|ctx-create|view --child-mib MIB (memory.py's)")
+        print("usage: python3 -m <package>.memory_findings --child alloc|ctx-create|view|largest --child-mib MIB"
+              " (memory.py's)")
         return 2
     return child_main(args[1], int(args[3]))
 

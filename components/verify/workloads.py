@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -19,10 +19,12 @@ import pulumi_kubernetes as k8s
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
 from components.incluster import provenance
+from components.verify import phases as neighbour_phases
 
-REQUIRED_FILES = ("__init__.py", "memory.py", "memory_findings.py", "compute.py", "verifier.py", "judge.py",
-                  "checks.py", "kube.py")  # fmt: skip
+REQUIRED_FILES = ("__init__.py", "memory.py", "memory_findings.py", "compute.py", "fault.py", "bandwidth.py",
+                  "timeline.py", "verifier.py", "judge.py", "checks.py", "kube.py")  # fmt: skip
 MOUNT_PATH = incluster.MOUNT_PATH
+PACKAGE = incluster.PACKAGE
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"
 OVERCOMMIT_POD = "gpushare-overcommit"
@@ -61,6 +63,8 @@ class ProbeSettings:
     sweep_gib: tuple[float, ...]
     cores_percent: int | None = None
     compute_seconds: int = 20
+    phases: neighbour_phases.Phases = neighbour_phases.CLUSTER
+    """The fault and bandwidth steps both Pods run first: A measures, B faults its own context, then hogs."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,28 @@ def compute_command(probes: ProbeSettings) -> list[str]:
     return incluster.pod_command("compute", "--json", "--seconds", seconds, "--baseline", "child")
 
 
+def module_command(module: str, *args: str) -> list[str]:
+    return ["python3", "-m", f"{PACKAGE}.{module}", "--json", *args]
+
+
+def neighbour_commands(steps: neighbour_phases.Phases, pod: Literal["a", "b"]) -> list[list[str]]:
+    """The fault and bandwidth steps: Pod A the neighbour that measures, Pod B the one that faults, then hogs."""
+    def s(value: float) -> str:
+        return f"{value:g}"
+
+    if pod == "a":
+        return [
+            module_command("fault", "--role", "neighbour", "--window", s(steps.fault_window_s)),
+            module_command("bandwidth", "--role", "neighbour", "--window", s(steps.bandwidth_window_s)),
+        ]
+    return [
+        module_command("fault", "--role", "faulter", "--window", s(steps.fault_window_s),
+                       "--delay", s(steps.fault_delay_s)),
+        module_command("bandwidth", "--role", "hog", "--window", s(steps.bandwidth_window_s),
+                       "--delay", s(steps.hog_delay_s), "--hog-seconds", s(steps.hog_seconds)),
+    ]  # fmt: skip
+
+
 def proof_pod_names(prefix: str) -> tuple[str, str]:
     """The two slice Pods, A then B: the workloads create them and the verifier judges them by these names."""
     return f"{prefix}-a", f"{prefix}-b"
@@ -143,13 +169,15 @@ def try_command(probes: ProbeSettings) -> list[str]:
     ]  # fmt: skip
 
 
-def container_command(probes: ProbeSettings, *, measure_compute: bool) -> list[str]:
-    """Pod A measures compute first (its JSON goes to the log), then the memory probe; B only the memory probe."""
-    memory = memory_command(probes)
-    if not measure_compute or probes.cores_percent is None:
-        return memory
-    # `;` not `&&`: a failed compute run is a result to report, and the memory proof must still run.
-    return ["/bin/sh", "-c", f"{shlex.join(compute_command(probes))}; exec {shlex.join(memory)}"]
+def container_command(probes: ProbeSettings, *, pod: Literal["a", "b"]) -> list[str]:
+    """Both Pods run the fault and bandwidth steps first (A measures, B disturbs), then A measures compute (where a
+    share is asked), then each runs the memory probe, which holds its quota until the Pod is deleted. Compute after
+    the neighbour steps: B's fault and hog never fall inside A's compute window, whenever B started."""
+    steps = neighbour_commands(probes.phases, pod)
+    if pod == "a" and probes.cores_percent is not None:
+        steps.append(compute_command(probes))
+    # `;` not `&&`: a failed step is a result to report, and the memory proof must still run.
+    return ["/bin/sh", "-c", "; ".join([*map(shlex.join, steps), f"exec {shlex.join(memory_command(probes))}"])]
 
 
 def co_located_with(pod_name: str) -> dict[str, Any]:
@@ -298,7 +326,7 @@ class ProofWorkloads(pulumi.ComponentResource):
             metadata=metadata(names[0], proof.requests[0], CREATED),
             spec=proof_pod_spec(
                 proof.requests[0],
-                command=container_command(args.probes, measure_compute=True),
+                command=container_command(args.probes, pod="a"),
                 image=args.image,
                 config_map_name=cm_name,
                 affinity=None,
@@ -310,7 +338,7 @@ class ProofWorkloads(pulumi.ComponentResource):
             metadata=metadata(names[1], proof.requests[1], CREATED),
             spec=proof_pod_spec(
                 proof.requests[1],
-                command=container_command(args.probes, measure_compute=False),
+                command=container_command(args.probes, pod="b"),
                 image=args.image,
                 config_map_name=cm_name,
                 affinity=co_located_with(names[0]),

@@ -15,6 +15,7 @@ from typing import Any
 from components.incluster import escape
 from components.incluster.checks import REGISTRY
 from components.incluster.expectation import Expectation
+from components.verify.phases import Phases
 
 VERIFIER_ENV = "GPUSHARE_EXPECT"
 CLUSTER_ONLY: dict[str, str] = {
@@ -38,6 +39,8 @@ NEEDS_CONTAINER_RUNTIME: dict[str, str] = {
     " hook; a host process sees every card anyway",
 }
 """Pod-level tries that need a container runtime, not only a cluster: named apart in the host verdict."""
+POD_PROBES = ("fault", "bandwidth", "memory", "compute")
+"""The probes a proof Pod's command may run, as files (`/gpushare/memory.py`) or modules (`-m gpushare.fault`)."""
 HOST_ONLY_FLAGS = {"--result-file": 1, "--ready-file": 1, "--keep-holding": 1}
 """Pod-only memory-probe flags (and how many values follow): a host process has no termination log or readiness."""
 
@@ -51,16 +54,18 @@ def _container(resource: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def probe_argv(command: Sequence[str]) -> dict[str, list[str]]:
-    """A proof Pod's command → each probe's arguments: {"memory": [...], "compute": [...]} (compute when run)."""
+    """A proof Pod's command → each probe's arguments, in the order the Pod runs them: {"fault": [...],
+    "bandwidth": [...], "compute": [...], "memory": [...]} (each but memory only where the Pod runs it)."""
     if len(command) >= 3 and command[0] == "/bin/sh" and command[1] == "-c":
         parts = [shlex.split(part.strip().removeprefix("exec ")) for part in command[2].split(";")]
     else:
         parts = [list(command)]
     found: dict[str, list[str]] = {}
     for argv in parts:
-        for probe in ("memory", "compute"):
+        for probe in POD_PROBES:
             # `python3 -m incluster.memory …`, or a plan's older `python3 /gpushare/memory.py …`
-            script = next((i for i, word in enumerate(argv) if word.endswith((f".{probe}", f"/{probe}.py"))), None)
+            script = next((i for i, word in enumerate(argv) if word.endswith(f"/{probe}.py")
+                           or (word.endswith(f".{probe}") and i > 0 and argv[i - 1] == "-m")), None)  # fmt: skip
             if script is not None:
                 found[probe] = argv[script + 1 :]
     if "memory" not in found:
@@ -123,6 +128,21 @@ def host_memory_argv(argv: Sequence[str], hold_seconds: int | None, mechanism: s
             skip = 1
             continue
         out.append(word)
+    return [*out, "--mechanism", mechanism]
+
+
+def host_phase_argv(probe: str, argv: Sequence[str], steps: Phases, mechanism: str) -> list[str]:
+    """A Pod's fault or bandwidth arguments with the host's windows and delays (its Pods start within `--stagger`
+    of each other, a cluster's within seconds) and the mechanism."""
+    values = {
+        "fault": {"--window": steps.fault_window_s, "--delay": steps.fault_delay_s},
+        "bandwidth": {"--window": steps.bandwidth_window_s, "--delay": steps.hog_delay_s,
+                      "--hog-seconds": steps.hog_seconds},
+    }[probe]  # fmt: skip
+    out = list(argv)
+    for flag, value in values.items():
+        if flag in out:
+            out[out.index(flag) + 1] = f"{value:g}"
     return [*out, "--mechanism", mechanism]
 
 

@@ -10,7 +10,7 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +20,7 @@ from components.incluster import judge, provenance
 from components.incluster.expectation import Expectation
 from components.incluster.memory_findings import with_neighbours
 from components.incluster.parse import probe_results
+from components.verify import phases
 from components.verify.host import expectation
 from components.verify.host.runner import (
     PodRun,
@@ -143,6 +144,19 @@ def pod_object(run: PodRun, identity: Mapping[str, str], read_at: float) -> dict
     started, read once every process ended; the judge ties each result to it as to a cluster's Pod."""
     return {**run.evidence(identity["node"]), "namespace": identity["namespace"], "uid": identity["uid"],
             "creationTimestamp": _iso(run.started), "readAt": _iso(read_at)}  # fmt: skip
+def pod_steps(argv: Mapping[str, Sequence[str]], env: dict[str, str], options: HostOptions,
+              compute_args: Sequence[str] | None) -> list[tuple[list[str], dict[str, str]]]:  # fmt: skip
+    """One Pod's processes in the Pod's order, all with one env (one container, one HAMi-core cache file): its
+    fault and bandwidth steps with the host's windows, compute in every Pod where a share is asked (two limited
+    processes at once, as a cluster's two Pods would be), then memory with the host's hold."""
+    mech = "none" if options.setup == "bare" else mechanism(options.setup)
+    steps = phases.host(options.stagger_seconds)
+    out = [(probe(name, expectation.host_phase_argv(name, argv[name], steps, mech)), env)
+           for name in ("fault", "bandwidth") if name in argv]  # fmt: skip
+    if compute_args is not None:
+        out.append((probe("compute", list(compute_args)), env))
+    memory_args = expectation.host_memory_argv(argv["memory"], options.hold_seconds, mechanism(options.setup))
+    return [*out, (probe("memory", memory_args), env)]
 
 
 def context_charges(outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
@@ -179,26 +193,22 @@ def prove(
     options.workdir.mkdir(parents=True, exist_ok=True)
     cores = expect.get("coresPercent")
     how: str | None = None
-    steps: dict[str, list[tuple[list[str], dict[str, str]]]] = {name: [] for name in pods}
     node = socket.gethostname()
     who = identities(pods, str(expect.get("namespace") or "gpushare-proof"), node)
     baseline_started = time.time()
+    compute_args: list[str] | None = None
     if cores is not None:
         if baseline_file is None:
             baseline_file, how = measure_baseline(expect, options, log)
         else:
             how = (json.loads(baseline_file.read_text()) or {}).get("measured_by")
-        args = ["--baseline", str(baseline_file), "--warmup", str(options.compute_warmup),
-                "--mechanism", "none" if options.setup == "bare" else mechanism(options.setup)]  # fmt: skip
+        compute_args = ["--baseline", str(baseline_file), "--warmup", str(options.compute_warmup),
+                        "--mechanism", "none" if options.setup == "bare" else mechanism(options.setup)]  # fmt: skip
         if options.compute_seconds is not None:
-            args += ["--seconds", str(options.compute_seconds)]
-        for name in pods:
-            steps[name].append((probe("compute", args), {**pod_env(expect, options, name), **identity_env(who[name])}))
-    for name, argv in pods.items():
-        memory_args = expectation.host_memory_argv(argv["memory"], options.hold_seconds, mechanism(options.setup))
-        # The compute step already made this Pod's cache file: the memory probe must share it, as in one container.
-        env = steps[name][0][1] if steps[name] else {**pod_env(expect, options, name), **identity_env(who[name])}
-        steps[name].append((probe("memory", memory_args), env))
+            compute_args += ["--seconds", str(options.compute_seconds)]
+    steps = {name: pod_steps(argv, {**pod_env(expect, options, name), **identity_env(who[name])}, options,
+                             compute_args)
+             for name, argv in pods.items()}  # fmt: skip
     log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
     pods_started = time.time()
     runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds)
