@@ -293,7 +293,8 @@ def child_main(mode: str, mib: int) -> int:
             cuda.use_primary_context()
         if mode == "view":
             free, total = cuda.mem_info()
-            answer["charged_mib"], answer["own_context_mib"] = (total - free) // MIB, own_context_mib(open_nvml())
+            answer["charged_mib"] = (total - free) // MIB
+            answer["own_context_mib"] = own_context_mib(open_nvml(cuda.uuid()))
             answer["ok"] = True
         else:
             ptr, answer["cuda_error"] = cuda.try_alloc(mib * MIB)
