@@ -187,8 +187,7 @@ def prove(
     how: str | None = None
     steps: dict[str, list[tuple[list[str], dict[str, str]]]] = {name: [] for name in pods}
     node = socket.gethostname()
-    who = identities([*pods, *cards.side_pods(options, expect)], str(expect.get("namespace") or "gpushare-proof"),
-                     node)  # fmt: skip
+    who = identities(pods, str(expect.get("namespace") or "gpushare-proof"), node)
     baseline_started = time.time()
     if cores is not None:
         if baseline_file is None:
@@ -206,9 +205,11 @@ def prove(
         # The compute step already made this Pod's cache file: the memory probe must share it, as in one container.
         env = steps[name][0][1] if steps[name] else {**pod_env(expect, options, name), **identity_env(who[name])}
         steps[name].append((probe("memory", memory_args), env))
+    log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
+    # A host of several cards: a whole-card process and a cross-card one beside the Pods (cards.py).
+    who |= identities(cards.side_pods(options, expect), str(expect.get("namespace") or "gpushare-proof"), node)
     steps |= cards.side_steps(host, options, lambda n: pod_env(expect, options, n), lambda n: identity_env(who[n]),
                               mechanism(options.setup))  # fmt: skip
-    log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
     pods_started = time.time()
     runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds)
     pods_ended = time.time()
