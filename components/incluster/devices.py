@@ -65,11 +65,6 @@ class Devices:
     mps_memory_limits: Mapping[int | str, str] = field(default_factory=dict)
     """CUDA_MPS_PINNED_DEVICE_MEM_LIMIT's `<device>=<limit>` entries by device index (or UUID)."""
 
-    def named_uuids(self) -> list[str]:
-        """Every card UUID either list names, once each, in order."""
-        cards = [*(self.visible or ()), *(self.cuda_visible or ())]
-        return list(dict.fromkeys(c.uuid for c in cards if c.uuid))
-
     def limit_indices(self) -> dict[str, tuple[int, str]]:
         """Each per-device limit that names a device index: its variable as a reason shows it → (that index, its value)
         (`CUDA_DEVICE_MEMORY_LIMIT_1=4000m`: (1, "4000m"); MPS's `1=2G` entry: (1, "2G"))."""
