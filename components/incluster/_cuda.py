@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from .devices import is_device_limit
+
 MIB = 1 << 20
 RESULT_FILE_LIMIT = 4096
 """Kubernetes keeps at most 4096 bytes of a container's termination message."""
@@ -162,17 +164,27 @@ class Cuda:
 
 
 class Nvml:
-    """NVML's view of device 0 (what nvidia-smi shows); every call may fail without ending a probe."""
+    """NVML's view of the card CUDA uses (`uuid`), else of its device 0 (what nvidia-smi shows first); every call may
+    fail without ending a probe.
 
-    def __init__(self) -> None:
+    NVML ignores CUDA_VISIBLE_DEVICES: on a host of several cards its device 0 is the host's card 0 whichever card
+    CUDA was given, so the card is found by the UUID CUDA reports (a container sees its own card as NVML's 0 anyway).
+    """
+
+    def __init__(self, uuid: str | None = None) -> None:
         self.lib = _load("GPUSHARE_LIBNVML", "libnvidia-ml.so.1")
         init = getattr(self.lib, "nvmlInit_v2", None) or self.lib.nvmlInit
         if init() != 0:
             raise ProbeError("nvmlInit failed")
         handle = ctypes.c_void_p()
-        get = getattr(self.lib, "nvmlDeviceGetHandleByIndex_v2", None) or self.lib.nvmlDeviceGetHandleByIndex
-        if get(0, ctypes.byref(handle)) != 0:
-            raise ProbeError("nvmlDeviceGetHandleByIndex(0) failed")
+        by_uuid = getattr(self.lib, "nvmlDeviceGetHandleByUUID", None) if uuid else None
+        if by_uuid is not None:
+            if by_uuid(str(uuid).encode(), ctypes.byref(handle)) != 0:
+                raise ProbeError(f"nvmlDeviceGetHandleByUUID({uuid}) failed")
+        else:
+            get = getattr(self.lib, "nvmlDeviceGetHandleByIndex_v2", None) or self.lib.nvmlDeviceGetHandleByIndex
+            if get(0, ctypes.byref(handle)) != 0:
+                raise ProbeError("nvmlDeviceGetHandleByIndex(0) failed")
         self.handle = handle
 
     def memory(self) -> tuple[int, int]:
@@ -208,10 +220,11 @@ class Nvml:
         return buf.value.decode(errors="replace")
 
 
-def open_nvml() -> Nvml | None:
-    """NVML if it loads; the probes report null NVML fields rather than fail without it."""
+def open_nvml(uuid: str | None = None) -> Nvml | None:
+    """NVML on the card `uuid` (else device 0) if it loads; the probes report null NVML fields rather than fail
+    without it."""
     try:
-        return Nvml()
+        return Nvml(uuid)
     except (ProbeError, AttributeError):
         return None
 
@@ -306,6 +319,16 @@ def preload_evidence(
     except OSError:
         pass
     return {"listed": listed, "mapped": mapped}
+
+
+def reported_env(keys: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """`keys` as this process has them (None: unset), then every per-device limit it carries beyond them
+    (`CUDA_DEVICE_MEMORY_LIMIT_1`, `CUDA_DEVICE_SM_LIMIT_2`): a second card's quota is reported, never hidden by a
+    fixed list."""
+    env = os.environ if environ is None else environ
+    found: dict[str, str | None] = {key: env.get(key) for key in keys}
+    found |= {key: env[key] for key in sorted(env) if key not in found and is_device_limit(key)}
+    return found
 
 
 def touch(path: str | None) -> None:

@@ -7,6 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .check_cards import (
+    device_limit_problems,
+    own_index,
+    register_problems,
+    shared_card_problems,
+    shared_card_text,
+    visible_problems,
+    whole_card_problems,
+    whole_card_text,
+)
 from .check_rule import (
     MAX_CONTEXT_OVERHEAD_MIB,
     Check,
@@ -31,11 +41,7 @@ def _same_gpu_expected(e: Expectation) -> str:
     text = "every proof Pod reports the same GPU UUID, on the same node, with NVIDIA_VISIBLE_DEVICES naming it"
     if e.allocation_annotation:
         text += f"; {e.allocation_annotation} names that card with the {e.slice_mib} MiB slice for each"
-    return text
-
-
-def _cards(value: str) -> list[str]:
-    return [card.strip() for card in value.split(",") if card.strip()]
+    return text + shared_card_text(e)
 
 
 def _same_gpu(rec: Record) -> Judgement:
@@ -49,15 +55,7 @@ def _same_gpu(rec: Record) -> Judgement:
             continue
         # A privileged container sees every card: device 0 of a multi-GPU node is not the one it was given.
         # Unset (GKE's device plugin mounts device nodes instead) says nothing either way.
-        visible = str((r.get("env") or {}).get("NVIDIA_VISIBLE_DEVICES") or "")
-        if visible and uuids[name] not in _cards(visible):
-            problems.append(
-                f"Pod {name}: NVIDIA_VISIBLE_DEVICES={visible or '(unset)'} does not name {uuids[name]},"
-                " so the card it measured is not shown to be the one it was given"
-            )
-        elif visible and set(_cards(visible)) != {uuids[name]}:
-            problems.append(f"Pod {name}: NVIDIA_VISIBLE_DEVICES={visible} names cards beside {uuids[name]}: the"
-                            " Pod was given more than the one card it shares")  # fmt: skip
+        problems += visible_problems(name, uuids[name], rec.devices(name), own_index(e))
     if len({u for u in uuids.values() if u}) > 1:
         problems.append("the Pods are on different GPUs: " + ", ".join(f"{n}={u}" for n, u in uuids.items()))
     placed = {n for n in nodes.values() if n}
@@ -88,6 +86,7 @@ def _same_gpu(rec: Record) -> Judgement:
             if e.mechanism == "hami-core" and limit not in (None, "") and [str(c) for c in cores] != [limit]:
                 problems.append(f"{annotation} of Pod {name} allocates {cores}% of the cores, its env says"
                                 f" CUDA_DEVICE_SM_LIMIT={limit}: the allocation and the limit disagree")  # fmt: skip
+    problems += shared_card_problems(rec, uuids)
     seen = [
         f"{n}: uuid={uuids.get(n)}, node={nodes.get(n)}"
         + (f", {annotation}={[(d['uuid'], d['memMiB']) for d in allocated.get(n, [])]}" if annotation else "")
@@ -112,19 +111,22 @@ def _view_rewritten_expected(e: Expectation) -> str:
     text = f"nvidia-smi/NVML and cuMemGetInfo total = {e.visible_mib} MiB in each Pod (the card has {e.card_mib})"
     if e.whole_gpu_pod and e.node_memory_label:
         text += f"; a whole-GPU Pod's nvidia-smi total equals the node label {e.node_memory_label}"
-    return text
+    return text + whole_card_text(e)
 
 
 def _view_kept_expected(e: Expectation) -> str:
     return (
         f"{e.mechanism} does not rewrite the view: each Pod sees the whole card ({e.card_mib} MiB) in NVML and"
-        " cuMemGetInfo; reported as a fact, the limit is judged by memory-enforced"
+        " cuMemGetInfo; reported as a fact, the limit is judged by memory-enforced" + whole_card_text(e)
     )
 
 
 def _whole_gpu(rec: Record, seen: list[str], problems: list[str]) -> None:
     e = rec.expect
     whole, label = e.whole_gpu_pod, e.node_memory_label
+    if whole and not label and e.whole_gpu_card_index is not None:  # a host's: its memory probe on its own card
+        problems += whole_card_problems(rec, seen)
+        return
     if not (whole and label):
         return
     pod = rec.pods.get(whole)
@@ -191,6 +193,7 @@ def _view_kept(rec: Record) -> Judgement:
         return problems
 
     problems, seen = _views(rec, totals)
+    _whole_gpu(rec, seen, problems)
     return verdict(problems, f"not rewritten by {e.mechanism}: each Pod sees the whole {e.card_mib} MiB card", seen)
 
 
@@ -224,7 +227,7 @@ def _quota_injection(rec: Record) -> Judgement:
     for name, r in results.items():
         env = r.get("env") or {}
         seen.append(f"{name}: {env_text({k: env.get(k) for k in wanted})}")
-        problems += env_problems(name, env, wanted)
+        problems += env_problems(name, env, wanted) + device_limit_problems(rec, name, r)
     reg = e.node_registration
     if reg:
         slots = reg.cards_per_node * reg.slots_per_card
@@ -238,6 +241,7 @@ def _quota_injection(rec: Record) -> Judgement:
             )
             if str(allocatable) != str(slots):
                 problems.append(f"node {node}: allocatable {reg.resource}={allocatable}, expected {slots}")
+            problems += register_problems(rec, node, devices)
             if devices and len(devices) != reg.cards_per_node:
                 problems.append(f"node {node}: {reg.annotation} registers {len(devices)} cards, the node's"
                                 f" {slots} slots are {reg.cards_per_node} card × {reg.slots_per_card}")  # fmt: skip

@@ -48,6 +48,7 @@ from ._cuda import (
     mechanism_of,
     now_iso,
     preload_evidence,
+    reported_env,
     touch,
     write_result_file,
 )
@@ -404,7 +405,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the probe; 0 when it measured, 1 when it could not."""
     args = parse_args(argv)
-    env = {key: os.environ.get(key) for key in ENV_KEYS}
+    env = reported_env(ENV_KEYS)
     preload = preload_evidence()
     mechanism = mechanism_of(env, preload["mapped"], HAMI_COMPUTE_KEYS, args.mechanism)
     limit = limit_percent(env, mechanism)

@@ -104,7 +104,8 @@ class Expectation:
     """Cards on each GPU node (gpu.perNode); above 1 the proof Pods share `shared_card_index`, not "the node"."""
     shared_card_index: int | None = None
     """NVML index, on its node, of the one card the proof Pods must share: 1 where the node has several (never 0,
-    so a Pod that lands on the default card is caught); None on a one-card node."""
+    so a Pod that lands on the default card is caught); None on a one-card node. A host proof may share any card
+    (`--device`): its processes are placed by their env, not by a scheduler."""
     shared_card_uuid: str | None = None
     """That card's UUID where `pulumi up` knows it (HAMi: the node's register annotation, read once HAMi registered
     it); None in the offline plan and on a one-card node."""
@@ -185,9 +186,12 @@ def card_problem(e: Expectation, pods: set[str]) -> str | None:
     index = e.shared_card_index
     if e.cards_per_node > 1 and index is None:
         return f"expectation.sharedCardIndex is unset on a {e.cards_per_node}-card node: the proof would share the node"
-    if index is not None and not 1 <= index < e.cards_per_node:
-        return (f"expectation.sharedCardIndex is {index}: on a {e.cards_per_node}-card node it is a card other than 0"
-                f" (1 to {e.cards_per_node - 1})")
+    # A host places each process by its env: no scheduler can leave one on card 0 unseen, so any card may be shared.
+    lowest = 0 if e.host_proof else 1
+    if index is not None and not lowest <= index < e.cards_per_node:
+        where = f"one of its {e.cards_per_node} cards" if e.host_proof else "a card other than 0"
+        return (f"expectation.sharedCardIndex is {index}: on a {e.cards_per_node}-card node it is {where}"
+                f" ({lowest} to {e.cards_per_node - 1})")
     if e.whole_gpu_card_index is not None and (e.whole_gpu_card_index == index or e.whole_gpu_pod is None):
         return f"expectation.wholeGpuCardIndex is {e.whole_gpu_card_index}: a whole-GPU Pod's card, not the shared one"
     if e.pin_annotation is not None and index is None:

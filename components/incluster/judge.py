@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import escape
+from . import cross_card, escape
 from .check_rule import library_mapped, preloaded
 from .checks import REGISTRY
 from .evidence import probe_error
@@ -68,6 +68,8 @@ def pod_try_finding(rec: Record, pod_try: PodTry) -> dict[str, Any]:
         return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": "nothing measured", "why": why}, **where)
     if pod_try.id == escape.TRY_ID:  # no slice asked: what it reached, not past a quota
         return finding(escape.observe(result, pod_try), **where)
+    if pod_try.id == cross_card.TRY_ID:  # the card it reached against the card its quota names
+        return finding(cross_card.observe(result, rec.devices(pod_try.pod), pod_try), **where)
     if result.get("largest_alloc_mib") is None:
         why = f"its probe measured no allocation{probe_error(result)}"
         return finding({"id": pod_try.id, "tried": pod_try.tried, "observed": "nothing measured", "why": why}, **where)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from ._cuda import (
     now_iso,
     open_nvml,
     preload_evidence,
+    reported_env,
     touch,
     write_result_file,
 )
@@ -48,6 +48,7 @@ ENV_KEYS = (
     "CUDA_DEVICE_MEMORY_LIMIT",
     "CUDA_DEVICE_SM_LIMIT",
     "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
     "CUDA_DEVICE_MEMORY_SHARED_CACHE",
     "GPU_CORE_UTILIZATION_POLICY",
     "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
@@ -154,7 +155,7 @@ def new_result(expected_limit_mib: int | None) -> dict[str, Any]:
         "probe": "memory",
         "ok": False,
         "error": None,
-        "env": {key: os.environ.get(key) for key in ENV_KEYS},
+        "env": reported_env(ENV_KEYS),
         "ld_so_preload": read_preload(),
         "preload": preload_evidence(),
         "mechanism": None,
@@ -346,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     alloc = None
     try:
         cuda = Cuda()
-        alloc = measure(cuda, open_nvml(), args, result, log)
+        cuda.init()
+        alloc = measure(cuda, open_nvml(cuda.uuid()), args, result, log)
     except CudaError as exc:
         result["error"], result["cuda_error"] = str(exc), exc.name
     except ProbeError as exc:

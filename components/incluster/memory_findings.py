@@ -392,7 +392,8 @@ def child_main(mode: str, mib: int) -> int:
             cuda.use_primary_context()
         if mode == "view":
             free, total = cuda.mem_info()
-            answer["charged_mib"], answer["own_context_mib"] = (total - free) // MIB, own_context_mib(open_nvml())
+            answer["charged_mib"] = (total - free) // MIB
+            answer["own_context_mib"] = own_context_mib(open_nvml(cuda.uuid()))
             answer["ok"] = True
         elif mode == "largest":
             answer["view_total_mib"] = cuda.mem_info()[1] // MIB

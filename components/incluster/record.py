@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import ties
+from .devices import Devices, devices
 from .evidence import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
 from .expectation import Expectation
 from .object_schema import AUDIT, NODE, POD
@@ -54,13 +55,16 @@ class Record:
         self._allocated: dict[str, list[dict[str, Any]]] = {}
         self._quota_allocated: dict[str, list[dict[str, Any]]] = {}
         self._registered: dict[str, list[dict[str, Any]]] = {}
+        self._devices: dict[str, Devices] = {}
+        self._pins: dict[str, list[str] | None] = {}
         if not isinstance(evidence, Mapping):
             self._refuse("evidence", NotJudgeable("evidence", f"{shown(evidence)} is not an object"))
             evidence = {}
         self._read_objects(evidence)
-        for name in self.tried():
+        for name in self.probed():
             self._read_logs(name)
         self._require_results()
+        self._read_devices()
         self._tie()
         self._parse_derived()
         self.ghosts = ghost_quota(self.quota_pods or self.pods,
@@ -74,6 +78,12 @@ class Record:
     def tried(self) -> list[str]:
         """The Pods whose logs hold probe results: the proof Pods, then each Pod-level try's."""
         return [*self.names, *(t.pod for t in self.expect.pod_tries)]
+
+    def probed(self) -> list[str]:
+        """Every Pod whose log may hold probe results: the tried ones, then the whole-GPU Pod (a host runs the memory
+        probe there; a cluster's prints nvidia-smi)."""
+        whole = self.expect.whole_gpu_pod
+        return [*self.tried(), *([whole] if whole and whole not in self.tried() else [])]
 
     def _read_objects(self, evidence: Mapping[str, Any]) -> None:
         for group, schema, target, part in (("pods", POD, self.pods, "pod:"), ("nodes", NODE, self.nodes, "node:"),
@@ -174,12 +184,22 @@ class Record:
             text += f"; it holds {ghost['memMiB']} MiB / {ghost['cores']}% of HAMi quota while not running"
         return text + ("; the verifier's deadline passed" if late else "")
 
+    def _read_devices(self) -> None:
+        """Each memory result's cards and per-device limits, from its env (devices.py)."""
+        for name in self.probed():
+            result = self.memory(name)
+            if result is not None:
+                try:
+                    self._devices[name] = devices(result.get("env") or {}, f"{name}.memory.env")
+                except NotJudgeable as exc:
+                    self._refuse(f"memory:{name}", exc)
+
     # ------------------------------------------------------------ ties
 
     def _tie(self) -> None:
         """Each result against its own Pod (times, provenance, the audit), then against every other Pod's."""
         e = self.expect
-        for name in self.tried():
+        for name in self.probed():
             pod, results = self.pods.get(name) or {}, self.results.get(name) or {}
             broken = ties.sequence_problem(name, results)
             if broken:
@@ -194,7 +214,7 @@ class Record:
                     found = ties.audit_problem(name, e.namespace, self.audit, mapped)
                 if found:
                     self._refuse(f"{probe}:{name}", NotJudgeable(f"{name}.{probe}.{found[0]}", found[1]))
-        names = self.tried()
+        names = self.probed()
         for probe in PROBES:
             for i, a in enumerate(names):
                 for b in names[i + 1 :]:
@@ -220,6 +240,10 @@ class Record:
                 self._allocated[name] = parse_allocation((self.pods[name].get("annotations") or {}).get(annotation))
             except ValueError as exc:
                 self._refuse(f"pod:{name}", NotJudgeable(f"pods.{name}.annotations.{annotation}", str(exc)))
+        for name in [n for n in (*self.names, e.overcommit_pod) if n and n in self.pods and e.pin_annotation]:
+            # HAMi splits the pin at commas and places the Pod on a listed card only (v2.9.0 pkg/device/devices.go:652).
+            pinned = (self.pods[name].get("annotations") or {}).get(str(e.pin_annotation))
+            self._pins[name] = None if pinned is None else [c.strip() for c in str(pinned).split(",") if c.strip()]
         for key, pod in self.quota_pods.items():
             annotation = e.allocation_annotation or DEFAULT_ALLOCATION_ANNOTATION
             try:
@@ -263,8 +287,8 @@ class Record:
             return [f"metrics:{n}" for n in sorted({self.node_of(p) for p in self.names} - {None})]
         if read == "overcommit":
             return [f"pod:{e.overcommit_pod}"] if e.overcommit_pod else []
-        if read == "whole-gpu":
-            return [f"pod:{e.whole_gpu_pod}"] if e.whole_gpu_pod else []
+        if read == "whole-gpu":  # its memory result only where it printed one that failed the record (a host's)
+            return [f"pod:{e.whole_gpu_pod}", f"memory:{e.whole_gpu_pod}"] if e.whole_gpu_pod else []
         if read == "quota-pods":
             return ["quota-pods"]
         raise LookupError(f"no evidence is called {read!r} (one of {', '.join(READS)})")
@@ -339,6 +363,14 @@ class Record:
     def quota_allocated(self, key: str) -> list[dict[str, Any]]:
         """The devices the allocation annotation gives quota Pod `key` (`namespace/name`)."""
         return self._quota_allocated.get(key) or []
+
+    def devices(self, name: str) -> Devices:
+        """The cards and per-device limits Pod `name`'s memory probe reported (empty where it reported none)."""
+        return self._devices.get(name) or Devices()
+
+    def pin(self, name: str) -> list[str] | None:
+        """The cards Pod `name`'s pin annotation lists (None: it carries none, or nothing pins)."""
+        return self._pins.get(name)
 
     def registered(self, node: str) -> list[dict[str, Any]] | None:
         """The cards HAMi's node registration lists (None: no registration expected or node not read)."""

@@ -4,10 +4,13 @@ Runs the stack's proof on this GPU host with no Kubernetes: each proof Pod a pro
 and its own cache file, the library preloaded (`--lib`), both Pods at once, then the stack's own judge.
 Without `--lib` it runs bare, and the proof fails where the library is missing. `--mps` runs the same Pods as
 MPS clients of a control daemon it starts and stops. `compare` runs HAMi-core and MPS on the same card.
+`--device N` puts the proof Pods on card N; on a host of several cards a whole-card process runs on another card
+and a cross-card process (the Pods' quota env, CUDA given every card) beside them.
 
   python -m components.verify.host cluster --write-expect cluster.expect.json   # where pulumi is installed
   python -m components.verify.host cluster --expect cluster.expect.json --lib ./libvgpu.so --out results/
   python -m components.verify.host compare --expect cluster.expect.json --lib ./libvgpu.so --out results/
+  python -m components.verify.host cluster --expect cluster.expect.json --lib ./libvgpu.so --device 1 --out two/
 
 Exit 0 when every check a host can run passed, 1 when one failed, 2 on bad input or a host without a GPU.
 """
@@ -20,12 +23,13 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from components.verify.host import expectation
+from components.verify.host import cards, expectation
 from components.verify.host.compare import compare
 from components.verify.host.proof import HostOptions, prove
-from components.verify.host.runner import card, mps_daemon
+from components.verify.host.runner import card, cards_of_host, mps_daemon
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -42,6 +46,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--compute-seconds", type=float, help="the judged window per shape (default 20)")
     p.add_argument("--stagger", type=float, default=0.0, help="start each next Pod this many seconds after A")
     p.add_argument("--workdir", help="cache files, the baseline, MPS pipes (default: a fresh temp dir)")
+    p.add_argument("--device", type=int, default=0, metavar="N",
+                   help="the card the proof Pods share (nvidia-smi's index); with several cards a whole-card process"
+                   " runs on another and a cross-card process beside them")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -63,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.write_expect).write_text(json.dumps(host, indent=1, sort_keys=True) + "\n")
         print(f"wrote {args.write_expect}: stack {host['stack']}, Pods {', '.join(host['pods'])}")
         return 0
+    host_cards = () if args.write_expect else tuple(cards_of_host())
+    refused = cards.refusal(host_cards, args.device)
+    if args.stack == "compare" and args.device != 0:
+        refused = "--device: compare measures one card, the host's first; --device picks a stack proof's card"
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     if args.lib and not os.path.isfile(args.lib):
         print(f"error: --lib {args.lib} is not a file (build HAMi-core's libvgpu.so first)", file=sys.stderr)
         return 2
@@ -77,9 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = HostOptions(setup=setup, workdir=workdir, lib=os.path.abspath(args.lib) if args.lib else None,
                           hold_seconds=args.hold_seconds, compute_seconds=args.compute_seconds,
                           stagger_seconds=args.stagger, gpu_uuid=gpu.get("uuid"))  # fmt: skip
-    if args.stack == "compare":
+    if args.stack == "compare":  # one card, as before: its baselines run on the host's first card
         compare(host, options, out or workdir)
         return 0
+    options = replace(options, device=args.device, cards=host_cards)
     if setup == "mps":
         with mps_daemon(workdir / "mps") as mps_env:
             proven = prove(host, HostOptions(**{**options.__dict__, "mps_env": mps_env}))

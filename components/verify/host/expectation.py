@@ -28,6 +28,7 @@ CLUSTER_ONLY_PARTS: dict[str, str] = {
     "wholeGpuPod": "view-isolation: the whole-GPU Pod against the node label",
     "nodeRegistration": "quota-injection: the device plugin's node registration and allocatable slots",
     "podTries": "findings: the ways around the quota that exist only at Pod creation, each tried in its own Pod",
+    "pinAnnotation": "same-gpu: the pin to the shared card, a Pod annotation the scheduler reads (a process has none)",
 }
 """Parts of host-run checks that need a cluster: dropped from the host expectation and named in the verdict."""
 POD_ANNOTATION_PARTS: dict[str, str] = {
@@ -169,6 +170,7 @@ def host_expect(
     }
     for key in CLUSTER_ONLY_PARTS:
         wire[key] = [] if key == "podTries" else None
+    wire["pinnedPods"] = []  # pinned by the annotation left out above; the host's own cards: cards.on_cards
     if mechanism == "mps":
         wire.update(visibleMiB=card, preloadLibrary=None)
     wire = {k: v for k, v in wire.items() if k in expect or v not in (None, [])}

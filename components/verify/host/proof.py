@@ -21,7 +21,7 @@ from components.incluster.expectation import Expectation
 from components.incluster.memory_findings import with_neighbours
 from components.incluster.parse import probe_results
 from components.verify import phases
-from components.verify.host import expectation
+from components.verify.host import cards, expectation
 from components.verify.host.runner import (
     PodRun,
     card,
@@ -55,6 +55,11 @@ class HostOptions:
     """How long after Pod A each next Pod starts: 0 starts them in the same instant."""
     gpu_uuid: str | None = None
     """The card's UUID, set as NVIDIA_VISIBLE_DEVICES the way the device plugin names a Pod's card."""
+    device: int = 0
+    """The card the proof Pods share (`--device`): its index as nvidia-smi shows it."""
+    cards: tuple[Mapping[str, Any], ...] = ()
+    """Every card of this host (runner.cards()); with several, the Pods get `device`'s and two processes run beside
+    them (cards.py)."""
 
 
 def mechanism(setup: str) -> str:
@@ -73,7 +78,7 @@ def limit_env(expect: Mapping[str, Any], setup: str) -> dict[str, str]:
 def pod_env(expect: Mapping[str, Any], options: HostOptions, pod: str) -> dict[str, str]:
     """A proof Pod's process env under the setup; each Pod's HAMi-core cache file is fresh."""
     cores = expect.get("coresPercent")
-    device = {"NVIDIA_VISIBLE_DEVICES": options.gpu_uuid} if options.gpu_uuid else {}
+    device = cards.proof_env(options)
     if options.setup == "mps":
         client = mps_client_env(int(expect.get("visibleMiB") or 0), cores, options.mps_env or {})
         return {**clean_env(), **device, **client}
@@ -89,7 +94,8 @@ def baseline_env(expect: Mapping[str, Any], options: HostOptions) -> tuple[dict[
         env = {**pod_env(expect, options, "baseline"), "GPU_CORE_UTILIZATION_POLICY": "disable"}
         return env, "a process with libvgpu.so preloaded and GPU_CORE_UTILIZATION_POLICY=disable"
     if options.setup == "mps":
-        return clean_env(), "a process outside MPS (no client settings) with the card to itself"
+        alone = {**clean_env(), **(cards.proof_env(options) if cards.several(options) else {})}
+        return alone, "a process outside MPS (no client settings) with the card to itself"
     return pod_env(expect, options, "baseline"), "a process with the Pod's env and no library"
 
 
@@ -210,15 +216,20 @@ def prove(
                              compute_args)
              for name, argv in pods.items()}  # fmt: skip
     log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
+    # A host of several cards: a whole-card process and a cross-card one beside the Pods (cards.py).
+    who |= identities(cards.side_pods(options, expect), str(expect.get("namespace") or "gpushare-proof"), node)
+    steps |= cards.side_steps(host, options, lambda n: pod_env(expect, options, n), lambda n: identity_env(who[n]),
+                              mechanism(options.setup))  # fmt: skip
     pods_started = time.time()
     runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds)
     pods_ended = time.time()
     objects = {n: pod_object(r, who[n], pods_ended) for n, r in runs.items()}
     evidence = {"pods": objects, "nodes": {}, "metrics": {}, "errors": []}
-    info = card()
+    info = dict(cards.shared(options) or card())
     judged_expect = expectation.host_expect(
         expect, mechanism(options.setup), limit_env(expect, options.setup), info.get("mib")
     )
+    judged_expect = cards.on_cards(judged_expect, options, host)
     verdict = judge.judge(judged_expect, evidence)
     skipped, parts = not_run(expect)
     order = list(expect.get("checks") or [])
@@ -254,6 +265,6 @@ def prove(
         "baselineSeconds": round(pods_started - baseline_started, 1),
         "podSeconds": round(pods_ended - pods_started, 1),
     }
-    for name in pods:
+    for name in runs:
         (options.workdir / f"{name}.cache").unlink(missing_ok=True)
     return {"verdict": result, "evidence": raw, "expect": judged_expect.to_wire()}

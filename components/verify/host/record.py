@@ -234,6 +234,42 @@ as MPS nodes usually run, would refuse it, which this host could not show.
 """
 
 
+TWO_CARDS = """## Two cards
+
+Not recorded yet: it needs a host of two cards (the device tool's `nvidia-h200-x2`). On such a host the proof Pods
+share card 1 (`--device 1`: each Pod's processes get `NVIDIA_VISIBLE_DEVICES` its UUID and `CUDA_VISIBLE_DEVICES=1`),
+a whole-card process runs on card 0 with no quota, and a cross-card process carries the Pods' quota env naming card 1
+while CUDA reaches every card (the `cross-card` finding: "reaches a card its quota does not name"); the expectation
+says `cardsPerNode` 2, `sharedCardIndex` 1 and card 1's UUID ([docs/host-proof.md](../host-proof.md#several-cards)).
+One run, on the host:
+
+```sh
+python3 -m components.verify.host cluster --expect cluster.json --lib /path/to/libvgpu.so --device 1 --out two/
+```
+
+All of them (`cluster` and `k3s` under HAMi-core on card 1, `cluster` bare and as MPS clients on card 1, `cluster`
+on card 0) with `docs/host-proof/two-cards.sh`. From this checkout, the source and the expectations in a folder git
+ignores, carried to the machine:
+
+```sh
+echo /.two-cards/ >> .git/info/exclude
+mkdir -p .two-cards/expect && cp -r ../shared/reference/hami-core ../shared/tools/hami-core/build.sh .two-cards/
+for s in cluster k3s; do .venv/bin/python -m components.verify.host $s --write-expect .two-cards/expect/$s.json; done
+```
+
+then the device tool's `run` with `kind` `nvidia-h200-x2`, `carry` `[".two-cards"]`, `timeout_s` 600 and the command
+
+```sh
+lib=$(.two-cards/build.sh .two-cards/hami-core /tmp/hami-build | tail -1) &&
+  docs/host-proof/two-cards.sh "$lib" .two-cards/expect /tmp/two-cards "$OUT/two-cards.tgz"
+```
+
+`two-cards.tgz` comes back with a folder per run (`verdict.json`, `evidence.json`, `expect.json`, `log`) and
+`runs.txt`.
+"""
+"""docs/host-proof/README.md's last section: how the two-card record is made, until one is."""
+
+
 def host_proof_doc(record: Path) -> str:
     card = _load(record / "comparison.json")["card"]
     return f"""# The host proof on an H200: HAMi-core, bare, and MPS beside it
@@ -259,7 +295,8 @@ Recorded with `docs/host-proof/repeat.sh` on the same card, probes and judge as 
 finding (a context is {context_sizes(record)} MiB by NVML's count), never counted into `passed`; a proof's time is
 its whole wall time, in brackets the baseline (alone on the card, compute stacks only) and the Pods.
 
-{repeatability.table(record)}"""
+{repeatability.table(record)}
+{TWO_CARDS}"""
 
 
 def readme_block(record: Path) -> str:

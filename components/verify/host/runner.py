@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.incluster.devices import is_device_limit
+
 ROOT = Path(__file__).resolve().parents[3]
 """The repository root: the probes run as modules of components.incluster from there."""
 PACKAGE = "components.incluster"
@@ -56,8 +58,9 @@ class PodRun:
 
 
 def clean_env() -> dict[str, str]:
-    """This host's environment without any quota, preload or MPS setting, unbuffered Python."""
-    env = {k: v for k, v in os.environ.items() if k not in STRIPPED_ENV}
+    """This host's environment without any quota (a second card's `_1` too), preload or MPS setting, unbuffered
+    Python."""
+    env = {k: v for k, v in os.environ.items() if k not in STRIPPED_ENV and not is_device_limit(k)}
     return {**env, "PYTHONUNBUFFERED": "1"}
 
 
@@ -156,3 +159,23 @@ def card() -> dict[str, Any]:
     if len(fields) < 5:
         return {"error": done.stderr.strip() or "nvidia-smi printed nothing"}
     return {"name": fields[0], "mib": int(fields[1]), "driver": fields[2], "computeMode": fields[3], "uuid": fields[4]}
+
+
+def cards_of_host() -> list[dict[str, Any]]:
+    """Every card nvidia-smi shows a process with no quota, with its index (what `--device` names); [] when it
+    answers nothing."""
+    query = "index,name,memory.total,driver_version,compute_mode,uuid"
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            env=clean_env(), capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    found = []
+    for line in done.stdout.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) >= 6 and fields[0].isdigit() and fields[2].isdigit():
+            found.append({"index": int(fields[0]), "name": fields[1], "mib": int(fields[2]), "driver": fields[3],
+                          "computeMode": fields[4], "uuid": fields[5]})  # fmt: skip
+    return found
