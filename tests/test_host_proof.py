@@ -160,7 +160,7 @@ def test_without_a_gpu_every_host_check_fails_and_cluster_checks_are_not_run(
 def test_the_h200_run_under_hami_core_passes_every_check_a_host_can_run(cluster: dict[str, Any]) -> None:
     checks = _judged("cluster-hami-core-staggered", cluster)
     assert all(c["passed"] is True for c in checks.values()), {k: c["observed"] for k, c in checks.items()}
-    assert "compute-limited" in checks and "short many-block launches run at about 0.30" in checks[
+    assert "compute-limited" in checks and "no Pod's short many-block launches ran above 0.30 + 0.08" in checks[
         "compute-limited"]["observed"]  # fmt: skip
 
 

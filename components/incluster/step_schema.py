@@ -124,6 +124,10 @@ def _role_fields(fields: Mapping[str, tuple[str, ...]]) -> Rule:
         missing = [k for k in own if k not in r]
         if missing:
             return missing[0], f"missing: a {r['role']} reports it"
+        errors = ("cuda_error", "cuda_error_at")
+        unmeasured = [k for k in own if r.get("ok") is True and r[k] is None and k not in errors]
+        if unmeasured:
+            return unmeasured[0], f"null beside ok=true: a {r['role']} that ran measured it"
         return None
 
     return rule
@@ -279,7 +283,8 @@ FAULT = Obj(
         Invariant("ok-without-error", "a probe that says ok reports no error", _ok_without_error),
         Invariant("fault-role-fields", "a neighbour reports timeline, launches, survived, cuda_error and"
                   " cuda_error_at; a faulter fault_at, cuda_error, cuda_error_at, faulted, faulting_pid,"
-                  " faulting_ended, served and serve; neither the other's", _role_fields(FAULT_ROLES)),
+                  " faulting_ended, served and serve; neither the other's; once ok, each but the error measured",
+                  _role_fields(FAULT_ROLES)),
         Invariant("fault-times-in-order", "started_at ≤ ended_at; a step that ran lasts its window",
                   lambda r: _ordered((("started_at", "ended_at"),))(r) or _lasts_its_window(r)),
         Invariant("error-has-its-instant", "cuda_error and cuda_error_at are set together", _error_when),
