@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,22 +14,9 @@ import pytest
 from components.incluster import judge
 from components.incluster.checks import REGISTRY
 from tests.conftest import ROOT
-from tests.helpers.neighbour_steps import DISTURBER, NEIGHBOUR, run
+from tests.helpers.neighbour_steps import DISTURBER, NEIGHBOUR, run, shifted
 
-INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 STACKS = ("gke", "gke-mps", "gke-time-sharing", "k3s", "cluster")
-
-
-def shifted(value: Any, seconds: float) -> Any:
-    """Every instant in a probe result, `seconds` later: the same run, started at another time."""
-    if isinstance(value, dict):
-        return {k: shifted(v, seconds) for k, v in value.items()}
-    if isinstance(value, list):
-        return [shifted(v, seconds) for v in value]
-    if isinstance(value, str) and INSTANT.match(value):
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) + timedelta(seconds=seconds)
-        return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return value
 
 
 def fault_check(expect: Any, evidence: dict[str, Any]) -> dict[str, Any]:

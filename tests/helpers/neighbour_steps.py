@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from components.incluster.expectation import Expectation
@@ -17,6 +19,7 @@ FOLDER = ROOT / "docs" / "host-proof" / "h200" / "neighbour-steps"
 RUNS = ("cluster-hami-core", "cluster-mps")
 ORDER = ("fault", "bandwidth", "compute", "memory")
 NEIGHBOUR, DISTURBER = "gpushare-proof-a", "gpushare-proof-b"
+INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
 def outputs(run: str) -> dict[str, dict[str, Any]]:
@@ -49,3 +52,15 @@ def run(name: str, edit: Callable[[dict[str, dict[str, Any]]], None] | None = No
     if edit is not None:
         edit(results)
     return expectation(name), {"pods": logs(results)}
+
+
+def shifted(value: Any, seconds: float) -> Any:
+    """Every instant in a probe result, `seconds` later: the same run, started at another time."""
+    if isinstance(value, dict):
+        return {k: shifted(v, seconds) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shifted(v, seconds) for v in value]
+    if isinstance(value, str) and INSTANT.match(value):
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+        return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return value
