@@ -24,7 +24,7 @@ from components.incluster.schema import invariants, validate
 from components.incluster.step_schema import BANDWIDTH, FAULT
 from components.incluster.strict import NotJudgeable
 from components.verify import evidence_schema
-from components.verify.host import record
+from components.verify.host import neighbours, record
 from tests.conftest import ROOT
 from tests.helpers import neighbour_steps
 from tests.helpers import schema_strategies as schemas
@@ -77,7 +77,8 @@ def _logs(outputs: dict[str, Any]) -> dict[str, Any]:
 
 def _judged(folder: Path, outputs: dict[str, Any]) -> dict[str, Any]:
     verdict = json.loads((folder / "verdict.json").read_text())
-    judged = judge.judge(record._expectation(folder, verdict), {"pods": _logs(outputs)})
+    expect = neighbours.fitted(record._expectation(folder, verdict), outputs)  # as its Pods ran: steps or none
+    judged = judge.judge(expect, {"pods": _logs(outputs)})
     return {c["id"]: c["passed"] for c in judged["checks"]}
 
 

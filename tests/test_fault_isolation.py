@@ -160,3 +160,25 @@ def test_every_stacks_plan_lists_fault_isolation_with_its_expected_sentence(stac
 def test_fault_isolation_is_offered_by_every_mechanism_that_shares_a_card() -> None:
     assert set(REGISTRY["fault-isolation"].rules) == {"hami-core", "mps", "time-sharing"}
     assert REGISTRY["fault-isolation"].reads == ("pods", "fault")
+
+
+def test_the_record_renders_fault_isolation_in_the_repeatability_and_neighbour_tables(tmp_path: Any) -> None:
+    import shutil
+
+    from components.verify.host import record, repeatability
+    from tests.helpers.neighbour_steps import FOLDER
+
+    for i, setup in enumerate(("cluster-hami-core", "cluster-mps"), start=1):
+        shutil.copytree(FOLDER / setup, tmp_path / "repeat" / f"cluster-hami-core-{i}")
+    shutil.copytree(FOLDER, tmp_path / "neighbour-steps")
+    assert record.rejudge(tmp_path)[:2] == ["cluster-hami-core-1", "cluster-hami-core-2"]
+    table = repeatability.table(tmp_path)
+    assert "| `compute-limited` | `fault-isolation` |" in table and "A's launches/s before → after B's fault" in table
+    rows = [line for line in table.splitlines() if line.startswith("| [cluster-hami-core-")]
+    assert rows[0].endswith("| pass | pass | 518 / 438 (**80 over**) | 0.291 / 0.289 | 82,173 → 79,869 | 69.3 (11.6 +"
+                            " 57.7) |")
+    assert "| **fail** |" in rows[1] and "| 89,421 → **died** |" in rows[1]
+    assert "Same `passed` and same result for every check in every run: **no**." in table
+    neighbours_table = record.neighbour_table(tmp_path)
+    assert "| [cluster-mps](h200/neighbour-steps/cluster-mps/verdict.json) | mps | **died** 0.15 s after" in (
+        neighbours_table)

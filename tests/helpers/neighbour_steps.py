@@ -12,12 +12,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from components.incluster.expectation import Expectation
-from components.verify.host import record
+from components.verify.host import neighbours, record
 from tests.conftest import ROOT
 
 FOLDER = ROOT / "docs" / "host-proof" / "h200" / "neighbour-steps"
 RUNS = ("cluster-hami-core", "cluster-mps")
-ORDER = ("fault", "bandwidth", "compute", "memory")
 NEIGHBOUR, DISTURBER = "gpushare-proof-a", "gpushare-proof-b"
 INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -29,13 +28,7 @@ def outputs(run: str) -> dict[str, dict[str, Any]]:
 
 def logs(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The Pods as the verifier keeps them: the library's OOM lines, then each probe's line in the Pod's order."""
-    pods = {}
-    for pod, out in results.items():
-        lines = list((out.get("memory") or {}).get("hami_oom_lines") or [])
-        lines += [json.dumps(out[probe]) for probe in ORDER if isinstance(out.get(probe), dict)]
-        pods[pod] = {**(out.get("podObject") or {"name": pod, "phase": "Succeeded", "nodeName": "host"}),
-                     "logs": "\n".join(lines) + "\n"}  # fmt: skip
-    return pods
+    return neighbours.pod_logs(results)
 
 
 def expectation(run: str) -> Expectation:
