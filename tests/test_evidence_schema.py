@@ -21,10 +21,12 @@ from components.incluster import judge
 from components.incluster.object_schema import EVENT, NODE, POD, WATCH_ENTRY
 from components.incluster.probe_schema import COMPUTE, MEMORY, PROVENANCE
 from components.incluster.schema import invariants, validate
+from components.incluster.step_schema import BANDWIDTH, FAULT
 from components.incluster.strict import NotJudgeable
 from components.verify import evidence_schema
-from components.verify.host import record
+from components.verify.host import neighbours, record
 from tests.conftest import ROOT
+from tests.helpers import neighbour_steps
 from tests.helpers import schema_strategies as schemas
 from tests.helpers.recorded import edit_probe, load, probe_line
 from tests.helpers.tied import tied
@@ -70,18 +72,13 @@ def test_every_recorded_cluster_run_and_its_probe_lines_fit_the_json_schemas(sta
 
 def _logs(outputs: dict[str, Any]) -> dict[str, Any]:
     """A record's probe output as Pod logs, as record.rejudge rebuilds them."""
-    pods = {}
-    for pod, out in outputs.items():
-        lines = [json.dumps(out[probe]) for probe in ("compute", "memory") if isinstance(out.get(probe), dict)]
-        oom = list((out.get("memory") or {}).get("hami_oom_lines") or [])
-        pods[pod] = {**(out.get("podObject") or {"name": pod, "phase": "Succeeded", "nodeName": "host"}),
-                     "logs": "\n".join([*oom, *lines]) + "\n"}  # fmt: skip
-    return pods
+    return neighbour_steps.logs(outputs)
 
 
 def _judged(folder: Path, outputs: dict[str, Any]) -> dict[str, Any]:
     verdict = json.loads((folder / "verdict.json").read_text())
-    judged = judge.judge(record._expectation(folder, verdict), {"pods": _logs(outputs)})
+    expect = neighbours.fitted(record._expectation(folder, verdict), outputs)  # as its Pods ran: steps or none
+    judged = judge.judge(expect, {"pods": _logs(outputs)})
     return {c["id"]: c["passed"] for c in judged["checks"]}
 
 
@@ -153,15 +150,21 @@ def test_any_valid_record_is_judged_without_a_crash(data: st.DataObject, pod: st
     assert not [c for c in judge.judge(expect, evidence)["checks"] if "could not judge" in c["observed"]]
 
 
-PROBES = {"memory": MEMORY, "compute": COMPUTE}
+PROBES = {"memory": MEMORY, "compute": COMPUTE, "fault": FAULT, "bandwidth": BANDWIDTH}
 READS = {"memory": ("same-gpu", "memory-enforced", "neighbor-isolation", "preload-mechanism"),
-         "compute": ("compute-limited",)}  # fmt: skip
+         "compute": ("compute-limited",), "fault": ("fault-isolation",), "bandwidth": ()}  # fmt: skip
+FINDINGS_READING = {"bandwidth": "bandwidth-neighbour"}
+"""A probe no check reads is read by a finding: not judgeable, it says so (bypassed null and why)."""
 
 
-def _fails_reading(expect: Any, evidence: dict[str, Any], check_ids: tuple[str, ...]) -> None:
-    found = {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
+def _fails_reading(expect: Any, evidence: dict[str, Any], check_ids: tuple[str, ...], probe: str = "") -> None:
+    verdict = judge.judge(expect, evidence)
+    found = {c["id"]: c for c in verdict["checks"]}
     for check_id in check_ids:
         assert found[check_id]["passed"] is False and "not judgeable: " in found[check_id]["observed"], check_id
+    if probe in FINDINGS_READING:
+        got = next(f for f in verdict["findings"] if f["id"] == FINDINGS_READING[probe])
+        assert got["bypassed"] is None and "not judgeable: " in got["why"], got
 
 
 @EXAMPLES
@@ -212,6 +215,9 @@ BREAKS: dict[tuple[str, str], Break] = {
     ("memory", "memory-times-in-order"): lambda r, k: _swap(r, "started_at", "ended_at"),
     ("memory", "findings-once"): lambda r, k: _twice(r["findings"], k),
     ("memory", "context-charge-agrees"): lambda r, k: _charge(r).update(charged_mib=_charge(r)["charged_mib"] + k),
+    ("memory", "env-less-agrees"): lambda r, k: r["findings"].append(
+        {"id": "env-less-process", "tried": "t", "observed": "o", "bypassed": True,
+         "largest_mib": 2 * r["expected_limit_mib"], "quota_mib": r["expected_limit_mib"] + k}),
     ("compute", "ok-without-error"): lambda r, k: r.update(error=f"error {k}"),
     ("compute", "shape-agrees-with-its-timeline"): lambda r, k: _shape(r).update(launches=_shape(r)["launches"]
                                                                                  * (k + 2)),
@@ -221,10 +227,82 @@ BREAKS: dict[tuple[str, str], Break] = {
 }
 
 
+def _other_pod(r: dict[str, Any], k: int) -> None:
+    r["pod"] = {"name": "x", "uid": "u", "namespace": "n", "node": "h", "pid": r["pid"] + k, "children": []}
+
+
+def _append(line: dict[str, Any], k: int) -> None:
+    line["per_s"].append(k)
+
+
+A, B = neighbour_steps.NEIGHBOUR, neighbour_steps.DISTURBER
+STEP_BREAKS: dict[tuple[str, str], tuple[str, Break]] = {
+    ("fault", "ok-without-error"): (B, lambda r, k: r.update(error=f"error {k}")),
+    ("fault", "fault-role-fields"): (A, lambda r, k: r.update(fault_at=r["started_at"])),
+    ("fault", "fault-times-in-order"): (A, lambda r, k: _swap(r, "started_at", "ended_at")),
+    ("fault", "error-has-its-instant"): (B, lambda r, k: r.update(cuda_error_at=None)),
+    ("fault", "fault-children-once"): (B, lambda r, k: r["children"][1].update(pid=r["children"][0]["pid"])),
+    ("fault", "neighbour-agrees-with-its-timeline"): (A, lambda r, k: r.update(launches=r["launches"] + k)),
+    ("fault", "faulter-in-order"): (B, lambda r, k: r.update(fault_at=r["started_at"])),
+    ("fault", "fault-pod-is-this-process"): (A, _other_pod),
+    ("fault", "timeline-length"): (A, lambda r, k: _append(r["timeline"], k)),
+    ("fault", "child-times-in-order"): (A, lambda r, k: _swap(r["children"][0], "started_at", "ended_at")),
+    ("bandwidth", "ok-without-error"): (A, lambda r, k: r.update(error=f"error {k}")),
+    ("bandwidth", "bandwidth-roles"): (A, lambda r, k: r.update(delay_s=k)),
+    ("bandwidth", "bandwidth-times-in-order"): (A, lambda r, k: _swap(r, "started_at", "ended_at")),
+    ("bandwidth", "error-has-its-instant"): (B, lambda r, k: r.update(cuda_error_at=r["ended_at"])),
+    ("bandwidth", "bandwidth-agrees-with-its-timeline"): (A, lambda r, k: r["gbps"].update(mean=r["gbps"]["mean"]
+                                                                                             + k)),
+    ("bandwidth", "bandwidth-pod-is-this-process"): (B, _other_pod),
+    ("bandwidth", "timeline-length"): (A, lambda r, k: _append(r["timeline"], k)),
+    ("bandwidth", "copy-moves-both-buffers"): (A, lambda r, k: r["copy"].update(bytes_per_copy=r["copy"][
+        "bytes_per_copy"] + k)),
+}  # fmt: skip
+
+
 def test_every_declared_invariant_has_an_edit_that_breaks_it() -> None:
     declared = {(probe, i.name) for probe, schema in PROBES.items() for i in invariants(schema)}
     objects = {i.name for i in invariants(POD)}
-    assert declared == set(BREAKS) and objects == {"watch-in-order"}
+    assert declared == set(BREAKS) | set(STEP_BREAKS) and objects == {"watch-in-order"}
+
+
+@EXAMPLES
+@given(run=st.sampled_from(neighbour_steps.RUNS), k=st.integers(1, 10_000))
+@pytest.mark.parametrize("broken", sorted(STEP_BREAKS), ids=lambda b: f"{b[0]}-{b[1]}")
+def test_an_edit_that_breaks_a_steps_invariant_fails_what_reads_it(broken: tuple[str, str], run: str, k: int) -> None:
+    probe, _ = broken
+    pod, edit = STEP_BREAKS[broken]
+    results = neighbour_steps.outputs(run)
+    edit(results[pod][probe], k)
+    with pytest.raises(NotJudgeable):
+        validate(PROBES[probe], results[pod][probe], "x")
+    _fails_reading(neighbour_steps.expectation(run), {"pods": neighbour_steps.logs(results)}, READS[probe], probe)
+
+
+@EXAMPLES
+@given(data=st.data(), run=st.sampled_from(neighbour_steps.RUNS), pod=st.sampled_from([A, B]),
+       probe=st.sampled_from(["fault", "bandwidth"]))
+def test_a_steps_leaf_redrawn_or_of_the_wrong_kind_is_judged_without_a_crash_or_refused(
+        data: st.DataObject, run: str, pod: str, probe: str) -> None:
+    """One leaf of a recorded step redrawn within its kind: if the record takes it, the JSON Schema does and nothing
+    fails for want of a number it did not check; of the wrong kind, everything reading it is not judgeable."""
+    results = neighbour_steps.outputs(run)
+    result = results[pod][probe]
+    leaves = [x for x in schemas.leaves(PROBES[probe], result) if x[0] not in (("probe",), ("role",))]
+    path, kind = data.draw(st.sampled_from(leaves))
+    wrong = data.draw(st.booleans())
+    schemas.put(result, path, data.draw(schemas.wrong(kind) if wrong else schemas.values(kind)))
+    expect, evidence = neighbour_steps.expectation(run), {"pods": neighbour_steps.logs(results)}
+    if wrong:
+        _fails_reading(expect, evidence, READS[probe], probe)
+        return
+    try:
+        validate(PROBES[probe], result, "x")
+    except NotJudgeable:
+        assume(False)
+    jsonschema.Draft202012Validator(PROBES[probe].json()).validate(result)
+    verdict = judge.judge(expect, evidence)
+    assert not [c for c in verdict["checks"] if "could not judge" in c["observed"]]
 
 
 @EXAMPLES
@@ -254,7 +332,7 @@ def test_the_verification_page_names_every_invariant_and_what_each_check_reads()
     from components.incluster.checks import CHECKS
 
     text = (ROOT / "docs" / "verification.md").read_text()
-    names = {i.name for schema in (MEMORY, COMPUTE, POD) for i in invariants(schema)}
+    names = {i.name for schema in (MEMORY, COMPUTE, FAULT, BANDWIDTH, POD) for i in invariants(schema)}
     assert [n for n in sorted(names) if f"`{n}`" not in text] == []
     table = text[text.index("**Which check reads which part**"):]
     assert [c.id for c in CHECKS if f"`{c.id}`" not in table.split("\n\n")[1]] == []

@@ -130,7 +130,7 @@ def test_kai_proof_limits_follow_the_fraction() -> None:
     assert proof.node_registration is None
     assert proof.monitor == MONITOR
     assert set(proof.checks) == {"same-gpu", "view-isolation", "quota-injection", "memory-enforced",
-                                 "neighbor-isolation", "preload-mechanism", "monitor-metrics"}
+                                 "neighbor-isolation", "preload-mechanism", "monitor-metrics", "fault-isolation"}
     assert any("multi-tenant" in note for note in proof.notes)
 
 

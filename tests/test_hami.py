@@ -313,7 +313,7 @@ def test_hami_proof_node_registration_and_allocation(proof_plan):
 def test_hami_proof_checks_without_cores(proof_plan):
     proof = proof_plan()["proof"]
     assert proof["checks"] == ["same-gpu", "view-isolation", "quota-injection", "memory-enforced",
-                               "neighbor-isolation", "preload-mechanism", "overcommit-rejected"]
+                               "neighbor-isolation", "preload-mechanism", "overcommit-rejected", "fault-isolation"]
     assert list(proof["notes"]) == []  # the proof says "software isolation, not MIG" once, for every system
 
 
@@ -321,7 +321,7 @@ def test_hami_proof_cores_add_gpucores_sm_limit_and_compute_check(proof_plan):
     proof = proof_plan("gpushare:verify.coresPercent=30")["proof"]
     assert proof["requests"][0]["limits"]["nvidia.com/gpucores"] == "30"
     assert proof["limit_env"] == {"CUDA_DEVICE_MEMORY_LIMIT_0": "8000m", "CUDA_DEVICE_SM_LIMIT": "30"}
-    assert proof["checks"][-1] == "compute-limited"
+    assert proof["checks"][-2:] == ["compute-limited", "fault-isolation"]
     assert "nvidia.com/gpucores" not in proof["overcommit_request"]["limits"]
 
 

@@ -41,7 +41,12 @@ def _judged(record: str, stack: dict[str, Any], mechanism: str = "hami-core") ->
                          for pod, out in outputs.items()}}  # fmt: skip
     expect = expectation.host_expect(stack["expect"], mechanism, stack["expect"]["limitEnv"])
     expect = replace(expect, provenance=False)  # recorded before the probes printed their Pod
-    return {c["id"]: c for c in judge.judge(expect, evidence)["checks"]}
+    return {c["id"]: c for c in judge.judge(before_the_steps(expect), evidence)["checks"]}
+
+
+def before_the_steps(expect: Any) -> Any:
+    """The expectation of a run recorded before the Pods ran the fault and bandwidth steps (no fault-isolation)."""
+    return replace(expect, checks=tuple(c for c in expect.checks if c != "fault-isolation"))
 
 
 def test_the_plan_gives_each_proof_pods_probe_arguments(cluster: dict[str, Any]) -> None:
@@ -160,7 +165,7 @@ def test_without_a_gpu_every_host_check_fails_and_cluster_checks_are_not_run(
 def test_the_h200_run_under_hami_core_passes_every_check_a_host_can_run(cluster: dict[str, Any]) -> None:
     checks = _judged("cluster-hami-core-staggered", cluster)
     assert all(c["passed"] is True for c in checks.values()), {k: c["observed"] for k, c in checks.items()}
-    assert "compute-limited" in checks and "short many-block launches run at about 0.30" in checks[
+    assert "compute-limited" in checks and "no Pod's short many-block launches ran above 0.30 + 0.08" in checks[
         "compute-limited"]["observed"]  # fmt: skip
 
 
@@ -256,7 +261,8 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
             for result in out.values():
                 result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
         logs = {p: {"phase": "Succeeded", "logs": real_fixtures.probe_log(o)} for p, o in outputs.items()}
-        judged = replace(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), provenance=False)
+        judged = before_the_steps(replace(expectation.host_expect(cluster["expect"], mech, env[mech], 143771),
+                                          provenance=False))
         verdict = judge.judge(judged, {"pods": logs})  # recorded before the probes printed their Pod
         verdict = {**verdict, "notRunOnHost": {}, "stack": "cluster", "setup": mech, "card": {"mib": 143771}}
         (record_dir / f"cluster-{mech}").mkdir(parents=True)

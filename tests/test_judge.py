@@ -310,7 +310,7 @@ def test_compute_limited_fails_when_many_block_kernels_run_at_full_speed() -> No
     expect, evidence = load("cluster")
     edit_probe(evidence, "gpu-slice-a", lambda r: set_compute_share(r, 0.97), probe="compute")
     failed = check(judge.judge(expect, evidence), "compute-limited")
-    assert failed["passed"] is False and "0.97, expected 0.30" in failed["observed"]
+    assert failed["passed"] is False and "0.97, expected at most 0.30 + 0.08" in failed["observed"]
 
 
 def test_compute_limited_fails_without_a_baseline() -> None:

@@ -20,6 +20,8 @@ import pytest
 
 from components.incluster import bandwidth, fault, timeline
 from components.incluster._cuda import CudaError
+from components.incluster.schema import validate
+from components.incluster.step_schema import BANDWIDTH, FAULT
 from components.verify import phases
 from tests.conftest import ROOT
 
@@ -294,33 +296,40 @@ def _recorded() -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("role", ["neighbour", "faulter"])
-def test_the_fault_probe_prints_the_same_keys_on_a_bare_host_as_it_did_on_the_h200(role: str, tmp_path: Any) -> None:
-    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
+def test_the_fault_probe_prints_the_keys_it_printed_on_the_h200_and_the_pod_it_ran_in(role: str, tmp_path: Any) -> None:
+    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1"), "GPUSHARE_POD_NAME": "gpushare-proof-a"}
     argv = [sys.executable, "-m", "components.incluster.fault", "--json", "--role", role, "--window", "1",
             "--delay", "0.5"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    printed = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    line = json.loads(done.stdout.strip().splitlines()[-1])
     recorded = [out for name, out in _recorded() if out.get("probe") == "fault" and out.get("role") == role]
-    assert len(recorded) == 5 and all(set(out) == printed for out in recorded)
+    # The H200's records predate provenance: the `pod` block is the one key they lack.
+    assert len(recorded) == 5 and all(set(out) | {"pod"} == set(line) for out in recorded)
+    assert line["pod"]["name"] == "gpushare-proof-a" and line["pod"]["pid"] == line["pid"]
+    assert "provenance: Pod None/gpushare-proof-a" in done.stdout
+    assert validate(FAULT, line, "fault") == line
 
 
 @pytest.mark.parametrize("role", ["neighbour", "hog"])
-def test_the_bandwidth_probe_prints_the_same_keys_on_a_bare_host_as_it_did_on_the_h200(
+def test_the_bandwidth_probe_prints_the_keys_it_printed_on_the_h200_and_the_pod_it_ran_in(
     role: str, tmp_path: Any
 ) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
     argv = [sys.executable, "-m", "components.incluster.bandwidth", "--json", "--role", role, "--window", "1",
             "--delay", "0.2", "--hog-seconds", "0.5"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    printed = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    line = json.loads(done.stdout.strip().splitlines()[-1])
     recorded = [out for name, out in _recorded() if out.get("probe") == "bandwidth" and out.get("role") == role]
-    assert len(recorded) == 5 and all(set(out) == printed for out in recorded)
+    assert len(recorded) == 5 and all(set(out) | {"pod"} == set(line) for out in recorded)
+    assert line["pod"]["pid"] == line["pid"] and line["pod"]["children"] == []
+    assert validate(BANDWIDTH, line, "bandwidth") == line
 
 
 def test_the_recorded_h200_outputs_keep_the_documented_contract() -> None:
     outputs = _recorded()
     assert len(outputs) == 20  # 3 setups × 4 outputs, 2 host proofs × 2 Pods × 2 steps
     for name, out in outputs:
+        assert validate({"fault": FAULT, "bandwidth": BANDWIDTH}[out["probe"]], out, name) == out
         assert out["ok"] is True and out["error"] is None, name
         assert isinstance(out["pid"], int) and out["role"] in ("neighbour", "faulter", "hog"), name
         for key in ("started_at", "ended_at", "copy_started_at", "copy_ended_at", "fault_at", "cuda_error_at"):

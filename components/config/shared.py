@@ -34,6 +34,7 @@ from components.images import (
     registry_host_problem,
     upstream_host,
 )
+from components.incluster.check_compute import BAND_POINTS, UNLIMITED_POINTS, highest_shown
 from components.sizing import (
     default_extra_gib,
     default_hold_gib,
@@ -155,6 +156,7 @@ class Stack(Settings):
         check_gpu(self)
         check_slices(self)
         check_proof_numbers(self)
+        check_compute_share(self)
         check_namespaces(self)
         check_mirrors(self)
         check_chart_sources(self)
@@ -264,6 +266,19 @@ def check_proof_numbers(cfg: Stack) -> None:
                           f"the hold ({hold} MiB) plus {cfg.extra_gib:g} GiB ({extra} MiB) still fits the {quota} MiB "
                           f"quota, so nothing would be refused; set it above {(quota - hold) / 1024:.2f} or leave it "
                           "unset")
+
+
+def check_compute_share(cfg: Stack) -> None:
+    """A compute share the proof can tell from none: in a cluster only Pod A computes, and the limiter lets one Pod
+    alone run up to its ask plus the overshoot measured on the H200 (components/incluster/check_compute.py)."""
+    cores = cfg.verify.cores_percent
+    if cores is None or not cfg.verify.enabled or cores <= highest_shown("alone"):
+        return
+    band, unlimited = BAND_POINTS["alone"] / 100, UNLIMITED_POINTS["alone"] / 100
+    raise ConfigError(key("verify", "coresPercent"),
+                      f"{cores}%: the limiter lets a Pod run up to {band:.2f} above its ask (the H200), so at"
+                      f" {cores / 100:.2f} it cannot be told from a Pod with no limit ({unlimited:.2f}); set it to at"
+                      f" most {highest_shown('alone')} or leave it unset")
 
 
 def check_namespaces(cfg: Stack) -> None:

@@ -233,6 +233,7 @@ def hami_proof(
         limits["nvidia.com/gpucores"] = str(cores_percent)
         env["CUDA_DEVICE_SM_LIMIT"] = str(cores_percent)
         checks.append("compute-limited")
+    checks.append("fault-isolation")  # the card is shared: one Pod's fault must not end the other
     # HAMi's device plugin mounts no /etc/ld.so.preload for a container whose env sets CUDA_DISABLE_CONTROL
     # true (HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go, Allocate).
     disable_control = PodTry(

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import provenance
 from ._cuda import MIB, Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence
 from .fault import ENV_KEYS, HAMI_KEYS, sleep_until
 from .timeline import Recorder, iso, stats, whole_seconds
@@ -201,6 +202,7 @@ def main(argv: Sequence[str] | None = None, cuda: Any = None) -> int:
     except Exception as exc:  # a probe reports, never crashes: the verifier needs the JSON
         result["error"] = f"{type(exc).__name__}: {exc}"
     result["ended_at"] = now_iso()
+    result["pod"] = provenance.block(lambda line: print(line, flush=True))
     gbps = result.get("gbps") or {}
     print(f"{args.role}: {result['copies']} copies of {(result.get('copy') or {}).get('mib')} MiB, GB/s per second "
           f"{(result.get('timeline') or {}).get('per_s')} (mean {gbps.get('mean')})" if result["ok"]

@@ -1,6 +1,9 @@
-"""How much of the card's compute each Pod got against an unlimited baseline: compute-limited.
+"""How much of the card's compute each Pod got against an unlimited baseline: compute-limited, and how close each Pod
+came to its ask (a figure, and far below it the under-delivered finding).
 
-Standard library only."""
+The check judges that the limit holds: no Pod's share above its ask by more than the limiter's overshoot measured on
+the H200 (docs/host-proof/h200/compute-curve), alone or two Pods computing at once, whichever the expectation's
+`computePods` says. A Pod that got less than its share is a quality figure, not a breach. Standard library only."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from .check_rule import (
-    COMPUTE_TOLERANCE,
     MIN_COMPUTE_SECONDS,
     Check,
     Judgement,
@@ -31,13 +33,68 @@ COMPUTE_LIMIT_ENV = {"hami-core": "CUDA_DEVICE_SM_LIMIT", "mps": "CUDA_MPS_ACTIV
 """The env each mechanism reads its compute share from (HAMi-core's limiter; MPS's thread percentage)."""
 
 
+BAND_POINTS = {"alone": 12, "pair": 8}
+"""How far above its ask, in hundredths of the unlimited baseline, the limiter lets one Pod's judged share go, on the
+H200 under HAMi-core (docs/host-proof/h200/compute-curve): alone, the largest overshoot of 20 limited processes was
++0.11 (at 50 %); two at once +0.074 (20 % each). MPS stayed within both (0.293–0.294 at 30 %)."""
+UNLIMITED_POINTS = {"alone": 100, "pair": 40}
+"""What a process with no limit gets, in hundredths of the unlimited baseline: alone, the baseline itself; two at once,
+0.40 each on the H200 (cluster-bare: 0.402 / 0.402; two at 60 %, where the limiter never binds: 0.412 / 0.412)."""
+UNDER_DELIVERED_RATIO = 0.8
+"""Below this share of its ask a Pod is under-delivered (a finding): alone the limiter never delivered less than its
+ask on the H200 (1.05 to 1.10 of it); two Pods at 40 % each got 0.82 of theirs, at 60 % 0.69."""
+UNDER_DELIVERED_ID = "under-delivered"
+
+
+def band_mode(e: Expectation) -> str:
+    """`pair` where two or more Pods compute at once (the host proof), `alone` where one does (a cluster: Pod A)."""
+    return "pair" if len(e.compute_pods or e.pods) >= 2 else "alone"
+
+
+def highest_shown(mode: str) -> int:
+    """The highest coresPercent whose limit can be told from none: ask + band below what no limit gets."""
+    return UNLIMITED_POINTS[mode] - BAND_POINTS[mode] - 1
+
+
+def cannot_show(e: Expectation) -> str | None:
+    """Why the limit cannot be shown at this quota (a process with no limit would pass), else None."""
+    mode, cores = band_mode(e), e.cores_percent or 0
+    if cores <= highest_shown(mode):
+        return None
+    who = "two Pods computing at once" if mode == "pair" else "one Pod computing alone"
+    return (f"not judgeable: with {who}, a process with no limit gets {UNLIMITED_POINTS[mode] / 100:.2f} of the"
+            f" unlimited baseline on the H200, within {cores / 100:.2f} + the limiter's {BAND_POINTS[mode] / 100:.2f}"
+            f" overshoot: the limit cannot be shown at coresPercent {cores} (at most {highest_shown(mode)})")
+
+
 def _compute_expected(e: Expectation) -> str:
-    target = (e.cores_percent or 0) / 100
+    target, mode = (e.cores_percent or 0) / 100, band_mode(e)
+    held = cannot_show(e)
+    if held:
+        return held
+    who = "two Pods computing at once" if mode == "pair" else "one Pod computing alone"
     return (
-        f"short many-block launches under {COMPUTE_LIMIT_ENV[e.mechanism]}={e.cores_percent} run at {target:.2f} ±"
-        f" {COMPUTE_TOLERANCE} of the unlimited baseline, as the mean over ≥ {MIN_COMPUTE_SECONDS} s after warm-up"
-        " on the proof Pods' card"
+        f"short many-block launches under {COMPUTE_LIMIT_ENV[e.mechanism]}={e.cores_percent} run at no more than"
+        f" {target:.2f} + {BAND_POINTS[mode] / 100:.2f} of the unlimited baseline (the limiter's overshoot on the"
+        f" H200, {who}), as the mean over ≥ {MIN_COMPUTE_SECONDS} s after warm-up on the proof Pods' card; how close"
+        f" each came to {target:.2f} is a figure, below {UNDER_DELIVERED_RATIO} of it the {UNDER_DELIVERED_ID}"
+        " finding"
     )
+
+
+def delivered(m: Mapping[str, Any], base: Mapping[str, Any], target: float) -> str:
+    """How close a Pod came to its ask: its share ÷ the ask, and its whole seconds' shares (min – max, sd)."""
+    mean, base_mean = m.get("mean_per_s"), base.get("mean_per_s")
+    if mean is None or not base_mean or not target:
+        return "delivered ÷ asked: no figure"
+    share = mean / base_mean
+
+    def part(key: str) -> str:
+        value = m.get(key)
+        return "–" if value is None else f"{value / base_mean:.2f}"
+
+    return (f"delivered ÷ asked {share / target:.2f} (share {share:.3f} of {target:.2f}; its seconds"
+            f" {part('per_s_min')} – {part('per_s_max')}, sd {part('per_s_stdev')})")
 
 
 JUDGED_SHAPE = "short_many"
@@ -103,7 +160,8 @@ def _compute_limited(rec: Record) -> Judgement:
     if e.cores_percent is None:
         return False, "no coresPercent was requested, so there is no compute limit to test", ""
     key = COMPUTE_LIMIT_ENV[e.mechanism]
-    target = e.cores_percent / 100
+    target, mode = e.cores_percent / 100, band_mode(e)
+    band = BAND_POINTS[mode] / 100
     problems, seen = [], []
     for name in e.compute_pods or tuple(rec.names):
         r = rec.compute(name) or {}
@@ -118,7 +176,7 @@ def _compute_limited(rec: Record) -> Judgement:
             f" {m.get('mean_per_s')} GFMA/s over {m.get('window_s')} s after {m.get('warmup_s')} s (per second"
             f" {m.get('per_s_min')}…{m.get('per_s_max')}) against {base.get('mean_per_s')} GFMA/s unlimited"
             f" ({(r.get('baseline') or {}).get('how')}): share {(r.get('share') or {}).get(JUDGED_SHAPE)}; every"
-            f" shape {r.get('share')}; {key}={limit} on {r.get('gpu_uuid')}"
+            f" shape {r.get('share')}; {key}={limit} on {r.get('gpu_uuid')}; {delivered(m, base, target)}"
         )
         problems += not_ok(name, r)
         if r.get("judged_shape") not in (None, JUDGED_SHAPE):
@@ -140,10 +198,45 @@ def _compute_limited(rec: Record) -> Judgement:
                 " the shared card"
             )
         share = _share(name, r, m, base, problems)
-        if share is not None and abs(share - target) > COMPUTE_TOLERANCE:
-            wanted = f"{target:.2f} ± {COMPUTE_TOLERANCE}"
-            problems.append(f"Pod {name}: {JUDGED_SHAPE} ran at {share:.2f}, expected {wanted}")
-    return verdict(problems, f"short many-block launches run at about {target:.2f} of the baseline", seen)
+        if share is not None and share > target + band:
+            problems.append(f"Pod {name}: {JUDGED_SHAPE} ran at {share:.2f}, expected at most {target:.2f} + {band:.2f}"
+                            f" (the limiter's overshoot, {mode}): the limit did not hold")  # fmt: skip
+    held = cannot_show(e)
+    if held:  # said first: no share here could show the limit, whatever else is wrong
+        problems.insert(0, held)
+    return verdict(problems, f"no Pod's short many-block launches ran above {target:.2f} + {band:.2f} of the baseline"
+                   f" ({mode})", seen)  # fmt: skip
+
+
+def under_delivered(rec: Record) -> list[dict[str, Any]]:
+    """A Pod whose judged share, judgeable, came below UNDER_DELIVERED_RATIO of its ask: a figure of how the card was
+    shared, never a reason for compute-limited to pass or fail."""
+    e = rec.expect
+    if e.cores_percent is None or e.mechanism not in COMPUTE_LIMIT_ENV:
+        return []
+    target, mode, found = e.cores_percent / 100, band_mode(e), []
+    for name in e.compute_pods or tuple(rec.names):
+        r = rec.compute(name)
+        if r is None or any(p in rec.problems for p in ("evidence", f"compute:{name}", f"pod:{name}")):
+            continue
+        m = (r.get("shapes") or {}).get(JUDGED_SHAPE) or {}
+        base = (((r.get("baseline") or {}).get("shapes") or {}).get(JUDGED_SHAPE)) or {}
+        if not m.get("mean_per_s") or not base.get("mean_per_s") or r.get("ok") is not True:
+            continue
+        share = m["mean_per_s"] / base["mean_per_s"]
+        if share >= UNDER_DELIVERED_RATIO * target:
+            continue
+        key = COMPUTE_LIMIT_ENV[e.mechanism]
+        found.append({
+            "id": UNDER_DELIVERED_ID, "pod": name, "probe": "compute",
+            "tried": f"{JUDGED_SHAPE} launches under {key}={e.cores_percent} ({mode}), against the unlimited baseline",
+            "observed": f"it ran at {share:.3f} of the baseline: {delivered(m, base, target)}; below"
+                        f" {UNDER_DELIVERED_RATIO} of its ask, so it got less than it asked for",
+            "bypassed": False, "share": round(share, 3), "asked": target, "delivered_ratio": round(share / target, 3),
+            "per_s_share": {k: round(m[k] / base["mean_per_s"], 3) for k in ("per_s_min", "per_s_max", "per_s_stdev")
+                            if m.get(k) is not None},
+        })  # fmt: skip
+    return found
 
 
 def _compute_time_sharing_expected(e: Expectation) -> str:

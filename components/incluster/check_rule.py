@@ -14,8 +14,6 @@ from .expectation import MECHANISMS, Expectation
 from .record import Record
 
 MIB = 1 << 20
-COMPUTE_TOLERANCE = 0.1
-"""How far the judged shape's share may sit from coresPercent/100 (the H200 under HAMi-core: 0.32–0.33 at 30 %)."""
 MIN_COMPUTE_SECONDS = 20
 """HAMi-core's limiter works in bursts: only a mean over 20 s after warm-up says anything (tests/fixtures/real)."""
 SEARCH_STEP_MIB = 1

@@ -5,7 +5,8 @@ mechanism what it expects and how it judges), defined in the module of its famil
 - check_memory: memory-enforced, neighbor-isolation (what the allocator refused, what was held side by side)
 - check_overcommit: overcommit-rejected (what the scheduler did with a Pod the card has no room for)
 - check_library: monitor-metrics, preload-mechanism (what the monitor and each process's maps say)
-- check_compute: compute-limited (the share of an unlimited baseline)
+- check_compute: compute-limited (no Pod's share of an unlimited baseline above its quota and the limiter's overshoot)
+- check_neighbours: fault-isolation (a neighbour that faults its own context does not take the other Pod down)
 
 The planned `expected` values, the judging and the report all derive from CHECKS. Adding a check is one new
 `Check` in its family's module, listed here, plus its test on recorded evidence (tests/test_cross_examination.py
@@ -21,6 +22,7 @@ from __future__ import annotations
 from .check_compute import COMPUTE_LIMITED
 from .check_library import MONITOR_METRICS, PRELOAD_MECHANISM
 from .check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
+from .check_neighbours import FAULT_ISOLATION
 from .check_overcommit import OVERCOMMIT_REJECTED
 from .check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION
 from .check_rule import Check
@@ -35,5 +37,6 @@ CHECKS: tuple[Check, ...] = (
     MONITOR_METRICS,
     PRELOAD_MECHANISM,
     COMPUTE_LIMITED,
+    FAULT_ISOLATION,
 )
 REGISTRY: dict[str, Check] = {c.id: c for c in CHECKS}

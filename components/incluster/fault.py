@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from . import provenance
 from ._cuda import Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence
 from .timeline import Recorder, iso
 
@@ -328,6 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if answer["ok"] else 1
     env = {key: os.environ.get(key) for key in ENV_KEYS}
     result = run_role(args, new_result(args, env, preload_evidence()))
+    for child in result["children"]:
+        provenance.note_child(child)
+    result["pod"] = provenance.block(lambda line: print(line, flush=True))
     print(describe(result), flush=True)
     if args.json:
         print(json.dumps(result, separators=(",", ":")), flush=True)

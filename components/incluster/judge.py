@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import cross_card, escape
+from .check_compute import under_delivered
+from .check_neighbours import bandwidth_finding, bandwidth_planned
 from .check_rule import library_mapped, preloaded
 from .checks import REGISTRY
 from .evidence import probe_error
@@ -106,7 +108,9 @@ def _findings(rec: Record) -> list[dict[str, Any]]:
             elif f"{probe}:{name}" in rec.problems:
                 for raw in _unjudged_findings(rec, name, probe, rec.problems[f"{probe}:{name}"]):
                     add(raw, name, probe)
-    return found + [pod_try_finding(rec, t) for t in rec.expect.pod_tries]
+    across = [bandwidth_finding(rec)] if bandwidth_planned(rec) else []
+    return found + [finding(f, pod=f["pod"], probe=f["probe"]) for f in [*across, *under_delivered(rec)]] + [
+        pod_try_finding(rec, t) for t in rec.expect.pod_tries]
 
 
 def judge(expect: Expectation, evidence: Mapping[str, Any]) -> dict[str, Any]:

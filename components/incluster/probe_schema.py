@@ -147,6 +147,28 @@ def _charge_agrees(r: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+ENV_LESS_IDS = ("env-less-process", "env-less-first-toucher")
+
+
+def _env_less_agrees(r: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The env-less findings (memory_findings.env_less_findings) state the quota beside them, asked at most twice it,
+    and are bypassed exactly when the child got more than the quota."""
+    quota = r.get("expected_limit_mib") or r.get("visible_total_mib") or 0
+    for i, f in enumerate(r.get("findings") or []):
+        if f["id"] not in ENV_LESS_IDS or "quota_mib" not in f:
+            continue
+        where = f"findings[{i}]"
+        if f["quota_mib"] != quota:
+            return f"{where}.quota_mib", f"{f['quota_mib']}, but the memory figures beside it say {quota}"
+        for key in ("largest_mib", "after_largest_mib"):
+            got = f.get(key)
+            if got is not None and (isinstance(got, bool) or not isinstance(got, int) or not 0 <= got <= 2 * quota):
+                return f"{where}.{key}", f"{got}: the child asks for at most twice the {quota} MiB quota"
+        if isinstance(f["bypassed"], bool) and f["bypassed"] is not ((f.get("largest_mib") or 0) > quota):
+            return f"{where}.bypassed", f"{f['bypassed']} for {f.get('largest_mib')} MiB against the {quota} MiB quota"
+    return None
+
+
 def _ok_without_error(r: Mapping[str, Any]) -> tuple[str, str] | None:
     return ("error", f"{r['error'][:80]!r} beside ok=true") if r.get("ok") is True and r.get("error") else None
 
@@ -230,6 +252,9 @@ MEMORY = Obj(
                   _ordered(("started_at", "phases.hold.started_at", "phases.hold.ended_at", "keep_holding_since",
                             "ended_at"))),
         Invariant("findings-once", "each finding id once", _findings_once),
+        Invariant("env-less-agrees", "the env-less findings' quota_mib is the quota beside them, largest_mib and"
+                  " after_largest_mib at most twice it, bypassed exactly when largest_mib is above it",
+                  _env_less_agrees),
         Invariant("context-charge-agrees", "the context-charge finding's charged_mib, quota_mib and own_context_mib"
                   " are the figures beside it, and its over_quota_mib and bypassed follow from them", _charge_agrees),
     ),

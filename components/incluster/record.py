@@ -23,14 +23,18 @@ from .evidence import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
 from .expectation import Expectation
 from .object_schema import AUDIT, NODE, POD
 from .parse import parse_allocation, parse_metrics, parse_node_register, parse_nvidia_smi_memory
-from .probe_schema import OOM_LINE, PROBES
+from .probe_schema import OOM_LINE
+from .probe_schema import PROBES as RESULTS
 from .schema import validate
+from .step_schema import STEPS
 from .strict import NotJudgeable, duplicates, instant, loads, shown
 
 _PROBE_KIND = re.compile(r'"probe"\s*:\s*"([A-Za-z_-]+)"')
 MONITOR_SERIES = ("hami_vgpu_memory_limit_bytes", "hami_vgpu_memory_used_bytes")
 """The monitor's series the checks read: each once per Pod and card, finite, used ≤ limit."""
-READS = ("pods", "memory", "compute", "nodes", "metrics", "overcommit", "whole-gpu", "quota-pods")
+PROBES = {**RESULTS, **STEPS}
+"""Every probe line a Pod's log may hold that a check reads: memory and compute, and the fault and bandwidth steps."""
+READS = ("pods", "memory", "compute", "nodes", "metrics", "overcommit", "whole-gpu", "quota-pods", "fault", "bandwidth")
 """What a check may declare it reads (checks.py); `parts` names the evidence each one covers."""
 
 
@@ -161,6 +165,10 @@ class Record:
             for name in e.compute_pods or self.names:
                 if self.compute(name) is None:
                     self._refuse(f"compute:{name}", self._missing(name, "compute"))
+        for probe in STEPS:  # both proof Pods run both steps first (workloads.container_command)
+            for name in self.names:
+                if self.step(probe, name) is None:
+                    self._refuse(f"{probe}:{name}", self._missing(name, probe))
         for name in (e.overcommit_pod, e.whole_gpu_pod):
             if name and name not in self.pods and f"pod:{name}" not in self.problems:
                 self._refuse(f"pod:{name}", f"Pod {name} was not found")
@@ -204,6 +212,8 @@ class Record:
             broken = ties.sequence_problem(name, results)
             if broken:
                 self._refuse(f"memory:{name}", NotJudgeable(f"{name}.memory.{broken[0]}", broken[1]))
+            for probe, field, why in ties.steps_problems(name, results):
+                self._refuse(f"{probe}:{name}", NotJudgeable(f"{name}.{probe}.{field}", why))
             for probe, result in list(results.items()):
                 found = ties.time_problem(name, probe, result, pod)
                 if e.provenance and found is None:
@@ -291,6 +301,8 @@ class Record:
             return [f"pod:{e.whole_gpu_pod}", f"memory:{e.whole_gpu_pod}"] if e.whole_gpu_pod else []
         if read == "quota-pods":
             return ["quota-pods"]
+        if read in STEPS:  # both proof Pods: one the neighbour that measures, the other the one that disturbs it
+            return [f"{part}:{n}" for n in self.names for part in ("pod", read)]
         raise LookupError(f"no evidence is called {read!r} (one of {', '.join(READS)})")
 
     def blocked(self, reads: Iterable[str]) -> list[str]:
@@ -310,6 +322,10 @@ class Record:
 
     def compute(self, name: str) -> dict[str, Any] | None:
         return (self.results.get(name) or {}).get("compute")
+
+    def step(self, probe: str, name: str) -> dict[str, Any] | None:
+        """Pod `name`'s fault or bandwidth result (STEPS)."""
+        return (self.results.get(name) or {}).get(probe)
 
     def memories(self) -> dict[str, dict[str, Any]]:
         """Every proof Pod's memory result (each judgeable once a check that reads `memory` runs)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import Any
 
 from .parse import oom_processes
@@ -102,6 +103,28 @@ def sequence_problem(name: str, results: Mapping[str, Mapping[str, Any]]) -> Pro
         return "started_at", (f"Pod {name}: its memory probe started at {memory['started_at']}, before its compute"
                               f" probe ended ({compute['ended_at']}): the Pod runs them one after the other")
     return None
+
+
+POD_ORDER = ("fault", "bandwidth", "compute", "memory")
+"""A proof Pod's steps in the order it runs them (workloads.container_command, the host proof's pod_steps)."""
+STEP_PROBES = ("fault", "bandwidth")
+
+
+def steps_problems(name: str, results: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """The fault and bandwidth steps each end before the Pod's next step starts: (probe, field, why) for each step
+    result out of that order (the step is refused, and the next one too where it is a step)."""
+    ran = [(probe, results[probe]) for probe in POD_ORDER if probe in results]
+    found: list[tuple[str, str, str]] = []
+    for (first, a), (second, b) in pairwise(ran):
+        if first not in STEP_PROBES:
+            continue
+        if instant(b["started_at"], "b") < instant(a["ended_at"], "a") - CLOCK_SKEW_SECONDS:
+            why = (f"Pod {name}: its {second} probe started at {b['started_at']}, before its {first} step ended"
+                   f" ({a['ended_at']}): the Pod runs them one after the other")  # fmt: skip
+            found.append((first, "ended_at", why))
+            if second in STEP_PROBES:
+                found.append((second, "started_at", why))
+    return found
 
 
 def provenance_problem(name: str, namespace: str, result: Mapping[str, Any], pod: Mapping[str, Any]) -> Problem | None:

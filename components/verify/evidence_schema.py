@@ -18,6 +18,7 @@ from typing import Any
 from components.incluster.object_schema import EVIDENCE, POD
 from components.incluster.probe_schema import COMPUTE, MEMORY
 from components.incluster.schema import Arr, Field, Int, Num, Obj, Schema
+from components.incluster.step_schema import BANDWIDTH, FAULT
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "docs" / "evidence"
@@ -25,6 +26,8 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 HOST_POD = Obj(
     {
+        "fault": Field(FAULT, required=False),
+        "bandwidth": Field(BANDWIDTH, required=False),
         "memory": Field(MEMORY, required=False),
         "compute": Field(COMPUTE, required=False),
         "exit_codes": Field(Arr(Int())),
@@ -37,6 +40,8 @@ HOST_POD = Obj(
 SCHEMAS: dict[str, tuple[str, Schema]] = {
     "memory": ("The memory probe's JSON line", MEMORY),
     "compute": ("The compute probe's JSON line", COMPUTE),
+    "fault": ("The fault probe's JSON line", FAULT),
+    "bandwidth": ("The bandwidth probe's JSON line", BANDWIDTH),
     "pod": ("A Pod as the verifier keeps it", POD),
     "evidence": ("Everything the verifier collected (the verifier's evidence log line, less its kind)", EVIDENCE),
 }

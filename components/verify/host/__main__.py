@@ -45,6 +45,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--hold-seconds", type=int, help="each Pod's hold, instead of the stack's verify.holdSeconds")
     p.add_argument("--compute-seconds", type=float, help="the judged window per shape (default 20)")
     p.add_argument("--stagger", type=float, default=0.0, help="start each next Pod this many seconds after A")
+    p.add_argument("--compute-shapes", default="", help="comma list of the kernel shapes to measure (default: all;"
+                   " short_many alone is the one compute-limited judges)")
     p.add_argument("--workdir", help="cache files, the baseline, MPS pipes (default: a fresh temp dir)")
     p.add_argument("--device", type=int, default=0, metavar="N",
                    help="the card the proof Pods share (nvidia-smi's index); with several cards a whole-card process"
@@ -90,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup = "mps" if args.mps else ("hami-core" if args.lib else "bare")
     options = HostOptions(setup=setup, workdir=workdir, lib=os.path.abspath(args.lib) if args.lib else None,
                           hold_seconds=args.hold_seconds, compute_seconds=args.compute_seconds,
-                          stagger_seconds=args.stagger, gpu_uuid=gpu.get("uuid"))  # fmt: skip
+                          stagger_seconds=args.stagger, gpu_uuid=gpu.get("uuid"),
+                          compute_shapes=tuple(s for s in args.compute_shapes.split(",") if s))  # fmt: skip
     if args.stack == "compare":  # one card, as before: its baselines run on the host's first card
         compare(host, options, out or workdir)
         return 0

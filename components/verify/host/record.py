@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from components.verify.host import repeatability
+from components.verify.host import neighbours, repeatability
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNS = {
@@ -62,7 +62,37 @@ def _table(record: Path) -> str:
 
     c = _load(record / "comparison.json")
     calibration = (c.get("baseline") or {}).get("calibration") or {}
-    return table(c["rows"], c["quotaMiB"], c["coresPercent"], c["card"], calibration).strip()
+    drawn = table(c["rows"], c["quotaMiB"], c["coresPercent"], c["card"], calibration).strip()
+    found = neighbours.runs(record, _judged_expectation)
+    extra = neighbours.table_rows(found, [r["mechanism"] for r in c["rows"]]) if found else []
+    return "\n".join([drawn, *extra])
+
+
+def _judged_expectation(folder: Path) -> Any:
+    return _expectation(folder, _load(folder / "verdict.json"))
+
+
+def neighbour_note(record: Path) -> str:
+    """Where the comparison's last two rows come from, where the record has them."""
+    if not neighbours.runs(record, _judged_expectation):
+        return ""
+    return ("\nThe last two rows are the `cluster` host proof with the fault and bandwidth steps first in each Pod (the"
+            " same quotas; [host-proof/h200/neighbour-steps/](host-proof/h200/neighbour-steps/README.md)), judged by"
+            " this judge: `fault-isolation` and the `bandwidth-neighbour` finding. Nothing here isolates memory"
+            " bandwidth; only MIG does.\n")
+
+
+def neighbour_table(record: Path) -> str:
+    """The neighbour steps' runs, judged again: what Pod A did beside Pod B's fault and beside its copy."""
+    found = neighbours.runs(record, _judged_expectation)
+    if not found:
+        return ""
+    lines = ["| run | mechanism | Pod A beside Pod B's fault: launches a second before · its second · after |"
+             " Pod A's copy alone → beside Pod B's, GB/s |", "|---|---|---|---|"]  # fmt: skip
+    for run, s in found.items():
+        link = f"[{run}](h200/{neighbours.FOLDER}/{run}/verdict.json)"
+        lines.append(f"| {link} | {s['mechanism']} | {neighbours.fault_cell(s)} | {neighbours.bandwidth_cell(s)} |")
+    return "\n".join(lines) + "\n"
 
 
 def run_table(record: Path) -> str:
@@ -218,7 +248,7 @@ alone on the card; each Pod's mean over {comparison["windowSeconds"]:g} s after 
 brackets the range of its whole seconds. Raw outputs and verdicts: [host-proof/](host-proof/README.md).
 
 {table}
-
+{neighbour_note(record)}
 ![Per-second share of each kernel shape, Pod A, under HAMi-core and MPS](host-proof/h200/comparison.png)
 
 ## What the numbers say
@@ -288,6 +318,13 @@ Each folder holds `verdict.json` (the judge's checks and findings) and `evidence
 Pod). HAMi-core beside MPS, what the numbers say and every finding:
 [../sharing-comparison.md](../sharing-comparison.md).
 
+## A neighbour that faults, and one that streams
+
+The `cluster` host proof with the fault and bandwidth steps first in each Pod
+([h200/neighbour-steps/](h200/neighbour-steps/README.md)), judged by this judge: `fault-isolation` passes when Pod A
+runs on beside Pod B's fault, and `bandwidth-neighbour` is the finding of what B's copy cost A's.
+
+{neighbour_table(record)}
 ## Repeatability
 
 Recorded with `docs/host-proof/repeat.sh` on the same card, probes and judge as the runs above. Each row is one run of
@@ -363,24 +400,18 @@ def rejudge(record: Path) -> list[str]:
     from components.verify.host.proof import context_charges
 
     done = []
-    for folder in (p for p in run_folders(record) if (p / "expect.json").is_file()):
+    stepped = sorted(p.parent for p in record.glob(f"{neighbours.FOLDER}/*/verdict.json"))
+    for folder in (p for p in [*run_folders(record), *stepped] if (p / "expect.json").is_file()):
         old = _load(folder / "verdict.json")
         outputs = {pod: out for pod, out in _load(folder / "evidence.json").items() if pod != "alone"}
-        logs = {}
-        for pod, out in outputs.items():
-            lines = [json.dumps(out[probe]) for probe in ("compute", "memory") if isinstance(out.get(probe), dict)]
-            oom = list((out.get("memory") or {}).get("hami_oom_lines") or [])
-            text = "\n".join([*oom, *lines]) + "\n"
-            # A run since provenance kept the Pod object it was judged on; an earlier one had none.
-            logs[pod] = {**(out.get("podObject") or {"name": pod, "phase": "Succeeded", "nodeName": "host"}),
-                         "logs": text}  # fmt: skip
-        expect = _expectation(folder, old)
-        new = judge.judge(expect, {"pods": logs})
+        expect = neighbours.fitted(_expectation(folder, old), outputs)
+        new = judge.judge(expect, {"pods": neighbours.pod_logs(outputs)})
         if expect.system in POD_ANNOTATION_PARTS:  # what this judge leaves to a cluster, as a proof now names it
             old["partsNotRunOnHost"] = {**(old.get("partsNotRunOnHost") or {}),
                                         "podAnnotations": POD_ANNOTATION_PARTS[expect.system]}  # fmt: skip
         fresh = {c["id"]: c for c in new["checks"]}
         checks = [fresh.get(c["id"], c) if c["passed"] is not None else c for c in old["checks"]]
+        checks += [c for c in new["checks"] if c["id"] not in {x["id"] for x in old["checks"]}]
         ran = [c for c in checks if c["passed"] is not None]
         old.update(checks=checks, findings=with_neighbours(new["findings"], context_charges(outputs)),
                    passed=bool(ran) and all(c["passed"] for c in ran))  # fmt: skip

@@ -1,7 +1,8 @@
 """The repeated host proofs in a record (`repeat/<stack>-<setup>-<i>/`, from docs/host-proof/repeat.sh) as tables.
 
-Per stack: each run's `passed`, every check's result, each Pod's context charge and judged compute share, and the
-proof's time; then whether every run gave the same `passed` and the same per-check results. Standard library only.
+Per stack: each run's `passed`, every check's result (fault-isolation's among them), each Pod's context charge and
+judged compute share, Pod A's rate around Pod B's fault, and the proof's time; then whether every run gave the same
+`passed` and the same per-check results. Standard library only.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from components.incluster.timeline import around
 
 MARK = {True: "pass", False: "**fail**", None: "–"}
 _RUN = re.compile(r"^(?P<stack>[a-z0-9]+)-(?P<setup>[a-z-]+?)-(?P<i>\d+)$")
@@ -57,6 +60,22 @@ def _shares(evidence: Mapping[str, Any]) -> str:
     return " / ".join(f"{s:.3f}" for s in shares if s is not None) or "–"
 
 
+def _fault(evidence: Mapping[str, Any]) -> str:
+    """Pod A's launches a second before and after Pod B's fault (timeline.around), or when it died."""
+    pods = [out for out in evidence.values() if isinstance(out, dict) and isinstance(out.get("fault"), dict)]
+    roles = {out["fault"].get("role"): out["fault"] for out in pods}
+    n, f = roles.get("neighbour"), roles.get("faulter")
+    if not n or not f or not n.get("timeline") or not f.get("fault_at"):
+        return "–"
+    seen = around(n["timeline"], f["fault_at"])
+
+    def mean(values: list[float]) -> str:
+        return f"{sum(values) / len(values):,.0f}" if values else "–"
+
+    after = "**died**" if n.get("survived") is False else mean(seen["after"])
+    return f"{mean(seen['before'])} → {after}"
+
+
 def _seconds(verdict: Mapping[str, Any]) -> str:
     wall, base, pods = verdict.get("wallSeconds"), verdict.get("baselineSeconds"), verdict.get("podSeconds")
     return f"{wall} ({base} + {pods})" if base is not None else f"{wall}"
@@ -68,8 +87,10 @@ def table(record: Path) -> str:
     for group, runs in repeats(record).items():
         checks = [c["id"] for c in runs[0][1].get("checks") or []]
         computes = any(_shares(e) != "–" for _, _, e in runs)
+        faults = any(_fault(e) != "–" for _, _, e in runs)
         head = ["run", "passed", *(f"`{c}`" for c in checks), "context charged, MiB (A / B)"]
         head += ["short_many share (A / B)"] if computes else []
+        head += ["A's launches/s before → after B's fault"] if faults else []
         head += ["proof s (baseline + Pods)"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name, verdict, evidence in runs:
@@ -77,6 +98,7 @@ def table(record: Path) -> str:
             row = [f"[{name}](h200/repeat/{name}/verdict.json)", MARK[verdict.get("passed")],
                    *(MARK[by_id.get(c)] for c in checks), _charges(verdict)]  # fmt: skip
             row += [_shares(evidence)] if computes else []
+            row += [_fault(evidence)] if faults else []
             row += [_seconds(verdict)]
             lines.append("| " + " | ".join(row) + " |")
         same = "yes" if identical(runs) else "**no**"
