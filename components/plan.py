@@ -25,6 +25,7 @@ import gc
 import heapq
 import json
 import os
+import re
 import runpy
 import sys
 from collections.abc import Iterator
@@ -61,8 +62,15 @@ class PlanInputError(ValueError):
     """A stack file or `-c` override that cannot be read."""
 
 
+_JSON_STRINGS = re.compile(r'[ \n]*\[[ \n]*(?:"[ !#-\[\]-~]*"[ \n]*(?:,[ \n]*"[ !#-\[\]-~]*"[ \n]*)*)?\][ \n]*')
+"""A JSON list of printable-ASCII strings without escapes (`-c gpushare:cluster.gpuNodes=[...]`): as YAML, a flow
+sequence of double-quoted scalars, which yaml.v3 reads as those strings; JSON reads it 500 times faster."""
+
+
 def _load_yaml(text: str, where: str) -> Any:
     """`text` as `pulumi up` decodes it (gopkg.in/yaml.v3: components/config/stack_yaml.py)."""
+    if _JSON_STRINGS.fullmatch(text):
+        return json.loads(text)
     from components.config.stack_yaml import load
 
     try:

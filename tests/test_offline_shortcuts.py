@@ -95,3 +95,25 @@ def test_recorded_inputs_read_a_struct_as_json_format_and_plain_do() -> None:
     assert json.dumps(read) == json.dumps(expected)  # the same values, types and key order
     assert read["secret"] == "[secret]" and read["ref"] == "[resource ns]" and read["unknown"] == "[unknown]"
     assert read["replicas"] == 3 and isinstance(read["replicas"], int) and read["ratio"] == 0.5
+
+
+@pytest.mark.parametrize("text", [
+    '["gpu-0", "gpu-1"]', '[]', '[ "a" ,"b" ]', '\n["n1.example.com"]\n',
+    '["with space", "sym!#$%&()*+/:;<=>?@[]^_`{|}~"]',
+])
+def test_a_list_of_plain_strings_reads_as_yaml_v3_reads_it(text: str) -> None:
+    from components.config.stack_yaml import load
+    from components.plan import _JSON_STRINGS, _load_yaml
+
+    assert _JSON_STRINGS.fullmatch(text)
+    assert _load_yaml(text, "-c k") == load(text)
+
+
+@pytest.mark.parametrize("text", [
+    '["a\\nb"]', '["tab\\there"]', '[1, 2]', '["a", true]', '["a",]', "['a']", '["a"] # note', '{"a": "b"}',
+    '["caf\u00e9"]', '["line\u2028sep"]', '\t["a"]',
+])
+def test_anything_else_is_read_by_the_yaml_v3_reader(text: str) -> None:
+    from components.plan import _JSON_STRINGS
+
+    assert not _JSON_STRINGS.fullmatch(text)
