@@ -13,6 +13,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import logging
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -58,6 +59,9 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pulumi.runtime.config", "get_config_env", "list the config keys the engine passes by environment"),
     Internal("pulumi.runtime.config", "get_config", "read one config value by its full key"),
     Internal("pulumi.runtime.resource", "_get_stack_trace", "skip each resource's Python stack trace offline"),
+    Internal("pulumi.log", "debug", "skip a debug line no logger would print",
+             parameters=("msg", "resource", "stream_id", "ephemeral")),
+    Internal("pulumi.runtime.settings", "get_engine", "find the mock engine's logger"),
     Internal("pulumi.runtime.resource", "create_urn", "compute a URN from plain strings without an output chain",
              parameters=("name", "type_", "parent", "project", "stack")),
     Internal("pulumi.runtime.resource_cycle_breaker", "_add_dep", "record a dependency edge in place offline",
@@ -161,6 +165,16 @@ def _urn_at_once(name: Any, type_: Any, parent: Any = None, project: str | None 
         project = project if project is not None else pulumi.get_project()
         prefix = "urn:pulumi:" + stack + "::" + project + "::"
     return _named("pulumi", "Output").from_input(prefix + type_ + "::" + name)
+
+
+def _debug_if_heard(msg: str, resource: Any = None, stream_id: int | None = None,
+                    ephemeral: bool | None = None) -> None:
+    """pulumi.log.debug, skipped where the mock engine's logger drops DEBUG (MockEngine.Log, runtime/mocks.py:398):
+    four lines a resource, each a LogRequest built for nothing, a task too where it names a resource."""
+    logger = getattr(_named("pulumi.runtime.settings", "get_engine")(), "logger", None)
+    if isinstance(logger, logging.Logger) and not logger.isEnabledFor(logging.DEBUG):
+        return
+    _named("pulumi.log", "debug")(msg, resource, stream_id, ephemeral)
 
 
 def _add_dep_in_place(from_resource: Any, to_resource: Any) -> None:
@@ -290,6 +304,8 @@ def offline_shortcuts() -> Iterator[None]:
         # The SDK's cycle check walks a resource's dependencies through one nested generator per node (millions of
         # frames behind thousands of patches); the same walk, the same answer, with a list.
         ("pulumi.runtime.resource_cycle_breaker", "_reachable", _reachable_iteratively),
+        # Debug lines go to the mock engine's logger, which drops them unless set to DEBUG.
+        ("pulumi.log", "debug", _debug_if_heard),
         # The URN of an engine-less run, from plain strings: the same string, known at once.
         ("pulumi.runtime.resource", "create_urn", _urn_at_once),
         # Mock answers are plain data: serialized without the loop, so the engine calls can run inline.

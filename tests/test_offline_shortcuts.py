@@ -117,3 +117,12 @@ def test_anything_else_is_read_by_the_yaml_v3_reader(text: str) -> None:
     from components.plan import _JSON_STRINGS
 
     assert not _JSON_STRINGS.fullmatch(text)
+
+
+def test_the_sdks_debug_lines_still_reach_a_logger_set_to_debug(fresh_plan: Any, caplog: Any) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    fresh_plan("cluster")
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert any(line.startswith("resource registration successful: ty=kubernetes:core/v1:NodePatch") for line in lines)

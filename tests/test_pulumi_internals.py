@@ -61,6 +61,7 @@ def test_no_other_module_touches_a_private_pulumi_name() -> None:
 def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
     import asyncio
 
+    import pulumi.log as log
     import pulumi.runtime.mocks as mocks
     import pulumi.runtime.resource as resource
     import pulumi.runtime.resource_cycle_breaker as cycles
@@ -68,7 +69,8 @@ def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
     from components.plan import run
 
     def swapped() -> tuple[object, ...]:
-        return (resource._get_stack_trace, cycles._add_dep, cycles._reachable, resource.create_urn, mocks._sync_await)
+        return (resource._get_stack_trace, cycles._add_dep, cycles._reachable, resource.create_urn, mocks._sync_await,
+                log.debug)
 
     before, loop = swapped(), asyncio.get_event_loop()
     with sdk.offline_shortcuts():
