@@ -59,6 +59,7 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pulumi.runtime.config", "get_config_env", "list the config keys the engine passes by environment"),
     Internal("pulumi.runtime.config", "get_config", "read one config value by its full key"),
     Internal("pulumi.runtime.resource", "_get_stack_trace", "skip each resource's Python stack trace offline"),
+    Internal("pulumi.output", "reduce", "union an Output.all's resources in place (output.py:662)"),
     Internal("pulumi.log", "debug", "skip a debug line no logger would print",
              parameters=("msg", "resource", "stream_id", "ephemeral")),
     Internal("pulumi.runtime.settings", "get_engine", "find the mock engine's logger"),
@@ -120,6 +121,7 @@ def check() -> None:
     """Raise InternalsChanged naming the first private name that moved; return when all are as read."""
     for item in INTERNALS:
         resolve(item)
+    _resource_union()
 
 
 @functools.cache
@@ -175,6 +177,29 @@ def _debug_if_heard(msg: str, resource: Any = None, stream_id: int | None = None
     if isinstance(logger, logging.Logger) and not logger.isEnabledFor(logging.DEBUG):
         return
     _named("pulumi.log", "debug")(msg, resource, stream_id, ephemeral)
+
+
+@functools.cache
+def _resource_union() -> Any:
+    """The code of Output.all's `lambda acc, d: acc | d.resources` (pulumi/output.py:662-664)."""
+    def named(code: Any, name: str) -> list[Any]:
+        return [c for c in code.co_consts if getattr(c, "co_name", "") == name]
+
+    found = [c for g in named(_named("pulumi", "Output").all.__code__, "gather_data") for c in named(g, "<lambda>")]
+    if len(found) != 1 or found[0].co_varnames[:2] != ("acc", "d") or found[0].co_names != ("resources",):
+        raise _changed(next(i for i in INTERNALS if i.name == "reduce"), "no longer unions resources as read")
+    return found[0]
+
+
+def _reduce_unions_in_place(function: Callable[[Any, Any], Any], iterable: Any, *initial: Any) -> Any:
+    """functools.reduce, but Output.all's resource union grows one set: the SDK's builds a new set per input, so an
+    Output.all over thousands of outputs (one per NodePatch) copied millions of entries."""
+    if getattr(function, "__code__", None) is not _resource_union() or len(initial) != 1 or type(initial[0]) is not set:
+        return functools.reduce(function, iterable, *initial)
+    union = set(initial[0])
+    for data in iterable:
+        union |= data.resources  # `|=` takes the sets `|` takes (a set or frozenset), the same members
+    return union
 
 
 def _add_dep_in_place(from_resource: Any, to_resource: Any) -> None:
@@ -304,6 +329,8 @@ def offline_shortcuts() -> Iterator[None]:
         # The SDK's cycle check walks a resource's dependencies through one nested generator per node (millions of
         # frames behind thousands of patches); the same walk, the same answer, with a list.
         ("pulumi.runtime.resource_cycle_breaker", "_reachable", _reachable_iteratively),
+        # Output.all's resource union, quadratic in its inputs: the same set, grown in place.
+        ("pulumi.output", "reduce", _reduce_unions_in_place),
         # Debug lines go to the mock engine's logger, which drops them unless set to DEBUG.
         ("pulumi.log", "debug", _debug_if_heard),
         # The URN of an engine-less run, from plain strings: the same string, known at once.

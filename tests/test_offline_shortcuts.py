@@ -126,3 +126,40 @@ def test_the_sdks_debug_lines_still_reach_a_logger_set_to_debug(fresh_plan: Any,
     fresh_plan("cluster")
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert any(line.startswith("resource registration successful: ty=kubernetes:core/v1:NodePatch") for line in lines)
+
+
+def test_an_output_all_over_many_outputs_depends_on_what_the_sdks_does() -> None:
+    import contextvars
+    import functools
+
+    import pulumi
+    import pulumi.output as output
+
+    class Node(pulumi.CustomResource):
+        pass
+
+    union = sdk._resource_union()
+    seen: list[tuple[set[Any], set[Any]]] = []
+
+    def compared(function: Any, iterable: Any, *initial: Any) -> Any:
+        items = list(iterable)
+        fast = sdk._reduce_unions_in_place(function, items, *initial)
+        if function.__code__ is union:
+            seen.append((fast, functools.reduce(function, items, *initial)))
+        return fast
+
+    def program() -> None:
+        nodes = [Node("test:index:Node", f"node-{i}") for i in range(50)]
+        outs = [n.urn.apply(str.upper) for n in nodes]
+        pulumi.export("all", pulumi.Output.all(*outs, "plain", pulumi.Output.secret("s")))
+
+    def plan() -> None:  # in a context of its own, as the offline plan runs: the test's settings stay as they were
+        with sdk.offline_shortcuts():
+            output.reduce = compared
+            pulumi.runtime.set_mocks(GpushareMocks(), project="p", stack="s", preview=True)
+            sdk.reset_pending_outputs()
+            sdk.run_program(program)
+
+    contextvars.Context().run(plan)
+    assert seen and all(fast == slow for fast, slow in seen)
+    assert max(len(fast) for fast, _ in seen) == 50

@@ -62,6 +62,7 @@ def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
     import asyncio
 
     import pulumi.log as log
+    import pulumi.output as output
     import pulumi.runtime.mocks as mocks
     import pulumi.runtime.resource as resource
     import pulumi.runtime.resource_cycle_breaker as cycles
@@ -70,7 +71,7 @@ def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
 
     def swapped() -> tuple[object, ...]:
         return (resource._get_stack_trace, cycles._add_dep, cycles._reachable, resource.create_urn, mocks._sync_await,
-                log.debug)
+                log.debug, output.reduce)
 
     before, loop = swapped(), asyncio.get_event_loop()
     with sdk.offline_shortcuts():
