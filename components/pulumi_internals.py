@@ -213,14 +213,14 @@ def _add_dep_in_place(from_resource: Any, to_resource: Any) -> None:
 
 def _reachable_iteratively(from_resource: Any, to_resource: Any) -> bool:
     edges = _named("pulumi.runtime.resource_cycle_breaker", "_DEPENDENCIES_PROPERTY")
-    stack, seen = [from_resource], set()
-    while stack:
-        resource = stack.pop()
-        if resource == to_resource:
+    if not getattr(from_resource, edges, None):  # a resource that depends on nothing reaches only itself
+        return bool(from_resource == to_resource)
+    frontier, seen = {from_resource}, {from_resource}
+    while frontier:  # level by level: the sets do the work per node (thousands of patches behind one resource)
+        if to_resource in frontier:
             return True
-        if resource not in seen:
-            seen.add(resource)
-            stack.extend(getattr(resource, edges, ()))
+        frontier = set().union(*(getattr(resource, edges, ()) for resource in frontier)) - seen
+        seen |= frontier
     return False
 
 
