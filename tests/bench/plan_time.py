@@ -4,7 +4,8 @@ plans with thousands of GPU nodes (the `cluster` stack with `cluster.gpuNodes` o
     .venv/bin/python -m tests.bench.plan_time [--runs 5] [--target 2.0] [--nodes 1000 2400 5000] [--node-runs 3]
                                               [--nodes-target 8] [--no-stacks]
 
-Prints the load average it starts under, then min / median / max wall seconds and the median CPU seconds per
+Prints the load average it starts under and the CPU seconds of a fixed reference loop (the machine's speed at that
+moment: a shared host's varies by half), then min / median / max wall seconds and the median CPU seconds per
 stack (`--json`), then per node count and view (text, `--json`, `--markdown`) the median wall and CPU seconds of
 `--node-runs` runs, and whether each meets its target (2 s per stack; 8 s for the largest node count, on a 2-core
 machine). CPU seconds (the child's user + system time) are printed beside the wall time because a shared
@@ -40,6 +41,15 @@ def time_plan(stack: str, *args: str) -> tuple[float, float]:
     return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
+def reference_loop() -> float:
+    """CPU seconds of 20 million additions: figures taken at different times compare through it."""
+    start = time.process_time()
+    total = 0
+    for i in range(20_000_000):
+        total += i
+    return time.process_time() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -53,6 +63,8 @@ def main() -> int:
     args = parser.parse_args()
     met = True
     print("load average (1, 5, 15 min): " + " ".join(f"{load:.2f}" for load in os.getloadavg()), flush=True)
+    print(f"reference loop: {reference_loop():.2f} s CPU (the same pure-Python work each run: larger when the shared "
+          "host is slower)", flush=True)
     if not args.no_stacks:
         print(f"{'stack':<18}{'min s':>7}{'median s':>10}{'max s':>7}{'CPU s':>7}  target ≤ {args.target:g} s")
         for stack in stacks():
