@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -279,6 +280,38 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _plain_struct(struct: Any) -> dict[str, Any]:
+    """A protobuf Struct as `_plain(json_format.MessageToDict(struct))` reads it, in one walk over the message."""
+    fields = struct.fields
+    if SIG_KEY in fields:  # `in`: indexing a message map adds the key
+        sig = fields[SIG_KEY].string_value
+        if sig == SECRET_SIG:
+            return "[secret]"  # type: ignore[return-value]
+        if sig == RESOURCE_SIG:
+            urn = fields["urn"].string_value if "urn" in fields else ""
+            return f"[resource {urn.rsplit('::', 1)[-1]}]"  # type: ignore[return-value]
+    return {key: _plain_value(fields[key]) for key in fields}
+
+
+def _plain_value(value: Any) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        text = value.string_value
+        return "[unknown]" if text == UNKNOWN else text
+    if kind == "struct_value":
+        return _plain_struct(value.struct_value)
+    if kind == "list_value":
+        return [_plain_value(v) for v in value.list_value.values]
+    if kind == "number_value":
+        number = value.number_value
+        if not math.isfinite(number):  # json_format refuses these: keep its error
+            return _plain(json_format.MessageToDict(value))
+        return int(number) if number.is_integer() else number
+    if kind == "bool_value":
+        return value.bool_value
+    return None  # null_value, or no kind: JSON null (json_format.py _ValueMessageToJsonObject)
+
+
 INHERITED_OPTIONS = ("deletedWith", "retainOnDelete")
 """What the engine copies from a parent onto a child that sets none (pulumi pkg/resource/deploy/source_eval.go,
 inheritFromParent); the plan records the value the engine acts on."""
@@ -345,7 +378,7 @@ class RecordingMonitor(MockMonitor):
                     parent=request.parent,
                     custom=bool(request.custom),
                     dependencies=list(request.dependencies),
-                    inputs=_plain(json_format.MessageToDict(request.object)),
+                    inputs=_plain_struct(request.object),
                     options=options,
                     provider=request.provider.rsplit("::", 1)[0] if request.provider else None,  # "urn::id"
                 )
@@ -368,7 +401,7 @@ class RecordingMonitor(MockMonitor):
                 parent=request.parent,
                 custom=True,
                 dependencies=list(request.dependencies),
-                inputs=_plain(json_format.MessageToDict(request.properties)),
+                inputs=_plain_struct(request.properties),
                 options=options,
                 provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
             )
@@ -376,7 +409,7 @@ class RecordingMonitor(MockMonitor):
         return response
 
     def RegisterResourceOutputs(self, request: Any) -> Any:
-        self.component_outputs[request.urn] = _plain(json_format.MessageToDict(request.outputs))
+        self.component_outputs[request.urn] = _plain_struct(request.outputs)
         return super().RegisterResourceOutputs(request)
 
 

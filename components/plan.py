@@ -25,6 +25,7 @@ import gc
 import heapq
 import json
 import os
+import re
 import runpy
 import sys
 from collections.abc import Iterator
@@ -61,8 +62,15 @@ class PlanInputError(ValueError):
     """A stack file or `-c` override that cannot be read."""
 
 
+_JSON_STRINGS = re.compile(r'[ \n]*\[[ \n]*(?:"[ !#-\[\]-~]*"[ \n]*(?:,[ \n]*"[ !#-\[\]-~]*"[ \n]*)*)?\][ \n]*')
+"""A JSON list of printable-ASCII strings without escapes (`-c gpushare:cluster.gpuNodes=[...]`): as YAML, a flow
+sequence of double-quoted scalars, which yaml.v3 reads as those strings; JSON reads it 500 times faster."""
+
+
 def _load_yaml(text: str, where: str) -> Any:
     """`text` as `pulumi up` decodes it (gopkg.in/yaml.v3: components/config/stack_yaml.py)."""
+    if _JSON_STRINGS.fullmatch(text):
+        return json.loads(text)
     from components.config.stack_yaml import load
 
     try:
@@ -275,14 +283,14 @@ def _run_in_fresh_context(
     mocks = mocks or GpushareMocks()
     invented = getattr(mocks, "invented", None) or Invented()
     monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_all_config(_as_pulumi_config(config), secret_keys)
-    pulumi.runtime.set_mocks(mocks, project="gpushare", stack=stack, preview=preview, monitor=monitor)
-    sdk.reset_pending_outputs()
 
     def program() -> None:
         runpy.run_path(str(root / "__main__.py"), run_name="__main__")
 
     with sdk.offline_shortcuts():
+        pulumi.runtime.set_all_config(_as_pulumi_config(config), secret_keys)
+        pulumi.runtime.set_mocks(mocks, project="gpushare", stack=stack, preview=preview, monitor=monitor)
+        sdk.reset_pending_outputs()
         sdk.run_program(program)
         stack_resource = sdk.root_resource()
         outputs = {name: sdk.sync_await(_resolve(v)) for name, v in sorted(stack_resource.outputs.items())}
@@ -368,6 +376,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _exit_now(code: int) -> None:
+    """End the process without tearing down its heap: with thousands of resources alive, the interpreter's final
+    collection and freeing cost more than a second, and the operating system frees the memory at once."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
     gc.disable()  # a one-shot process: the views walk one large live plan, and exit frees it all
-    sys.exit(main())
+    _exit_now(main())

@@ -59,18 +59,28 @@ def test_no_other_module_touches_a_private_pulumi_name() -> None:
 
 
 def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
+    import asyncio
+
+    import pulumi.log as log
+    import pulumi.output as output
+    import pulumi.runtime.mocks as mocks
     import pulumi.runtime.resource as resource
     import pulumi.runtime.resource_cycle_breaker as cycles
 
     from components.plan import run
 
-    before = (resource._get_stack_trace, cycles._add_dep, cycles._reachable)
+    def swapped() -> tuple[object, ...]:
+        return (resource._get_stack_trace, cycles._add_dep, cycles._reachable, resource.create_urn, mocks._sync_await,
+                log.debug, output.reduce)
+
+    before, loop = swapped(), asyncio.get_event_loop()
     with sdk.offline_shortcuts():
-        assert all(now is not was for now, was in
-                   zip((resource._get_stack_trace, cycles._add_dep, cycles._reachable), before, strict=True))
+        assert all(now is not was for now, was in zip(swapped(), before, strict=True))
         assert len(resource._get_stack_trace().frames) == 0
+        assert asyncio.get_event_loop() is not loop
     run("cluster")
-    assert (resource._get_stack_trace, cycles._add_dep, cycles._reachable) == before
+    assert swapped() == before
+    assert asyncio.get_event_loop() is loop and not loop.is_closed(), "the plan left its own event loop set"
     assert gc.isenabled(), "the plan paused the cycle collector and left it paused"
 
 
