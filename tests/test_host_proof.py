@@ -103,7 +103,7 @@ def test_the_host_expectation_leaves_out_what_only_a_cluster_shows(cluster: dict
     expect = expectation.host_expect(cluster["expect"], "hami-core", cluster["expect"]["limitEnv"], 143771)
     assert "overcommit-rejected" in cluster["expect"]["checks"] and "overcommit-rejected" not in expect.checks
     assert expect.allocation_annotation is None and expect.node_registration is None and expect.pod_tries == ()
-    assert expect.compute_pods == ("gpu-slice-a", "gpu-slice-b")  # both Pods at once, as two tenants would run
+    assert expect.compute_pods == ("gpu-slice-a",)  # as the plan has it: A computes, B beside it does not
     assert expect.card_mib == 143771 and expect.visible_mib == 4000
     mps = expectation.host_expect(cluster["expect"], "mps", {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4000M"}, 143771)
     assert mps.visible_mib == 143771 and mps.preload_library is None and "preload-mechanism" not in mps.checks
@@ -165,8 +165,8 @@ def test_without_a_gpu_every_host_check_fails_and_cluster_checks_are_not_run(
 def test_the_h200_run_under_hami_core_passes_every_check_a_host_can_run(cluster: dict[str, Any]) -> None:
     checks = _judged("cluster-hami-core-staggered", cluster)
     assert all(c["passed"] is True for c in checks.values()), {k: c["observed"] for k, c in checks.items()}
-    assert "compute-limited" in checks and "no Pod's short many-block launches ran above 0.30 + 0.08" in checks[
-        "compute-limited"]["observed"]  # fmt: skip
+    band = "no Pod's short many-block launches ran above 0.30 + 0.12 of the baseline (alone)"
+    assert "compute-limited" in checks and band in checks["compute-limited"]["observed"]
 
 
 def _kai_pods_without_annotations() -> tuple[dict[str, Any], dict[str, Any]]:

@@ -147,10 +147,18 @@ def host_phase_argv(probe: str, argv: Sequence[str], steps: Phases, mechanism: s
     return [*out, "--mechanism", mechanism]
 
 
+def compute_pods(expect: Mapping[str, Any]) -> list[str]:
+    """The Pods that measure compute, as the plan has them: in a cluster only Pod A computes (compose/proof.py), so
+    the judge's one-process band applies and a bare Pod, alone on the card's compute, gets the whole of it."""
+    if expect.get("coresPercent") is None:
+        return []
+    return list(expect.get("computePods") or (expect.get("pods") or [])[:1])
+
+
 def host_expect(
     expect: Mapping[str, Any], mechanism: str, limit_env: Mapping[str, str], card_mib: int | None = None
 ) -> Expectation:
-    """The expectation a host can judge: cluster-only checks and parts removed, every Pod measuring compute, this
+    """The expectation a host can judge: cluster-only checks and parts removed, the plan's compute Pods, this
     host's card; under MPS, the view is the card's own and nothing is preloaded."""
     card = card_mib or int(expect.get("cardMiB") or 0)
     wire: dict[str, Any] = {
@@ -164,7 +172,7 @@ def host_expect(
         "pendingReason": None,
         "monitor": None,
         "nodeMemoryLabel": None,
-        "computePods": list(expect.get("pods") or []) if expect.get("coresPercent") is not None else [],
+        "computePods": compute_pods(expect),
         "hostProof": True,  # processes, not Pods: no Pod annotation to read
         "provenance": True,  # each process-Pod gets its identity and a Pod object (proof.identities, pod_object)
     }

@@ -158,11 +158,13 @@ def pod_object(run: PodRun, identity: Mapping[str, str], read_at: float) -> dict
     started, read once every process ended; the judge ties each result to it as to a cluster's Pod."""
     return {**run.evidence(identity["node"]), "namespace": identity["namespace"], "uid": identity["uid"],
             "creationTimestamp": _iso(run.started), "readAt": _iso(read_at)}  # fmt: skip
+
+
 def pod_steps(argv: Mapping[str, Sequence[str]], env: dict[str, str], options: HostOptions,
               compute_args: Sequence[str] | None) -> list[tuple[list[str], dict[str, str]]]:  # fmt: skip
     """One Pod's processes in the Pod's order, all with one env (one container, one HAMi-core cache file): its
-    fault and bandwidth steps with the host's windows, compute in every Pod where a share is asked (two limited
-    processes at once, as a cluster's two Pods would be), then memory with the host's hold."""
+    fault and bandwidth steps with the host's windows, compute where the plan has this Pod measure it (`compute_args`
+    given: Pod A, as in a cluster), then memory with the host's hold."""
     mech = "none" if options.setup == "bare" else mechanism(options.setup)
     steps = phases.host(options.stagger_seconds)
     out = [(probe(name, expectation.host_phase_argv(name, argv[name], steps, mech)), env)
@@ -221,8 +223,9 @@ def prove(
         if options.compute_seconds is not None:
             compute_args += ["--seconds", str(options.compute_seconds)]
         compute_args += shapes_argv(options)
+    computing = expectation.compute_pods(expect)
     steps = {name: pod_steps(argv, {**pod_env(expect, options, name), **identity_env(who[name])}, options,
-                             compute_args)
+                             compute_args if name in computing else None)
              for name, argv in pods.items()}  # fmt: skip
     log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
     # A host of several cards: a whole-card process and a cross-card one beside the Pods (cards.py).
