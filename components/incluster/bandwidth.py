@@ -25,8 +25,8 @@ from typing import Any
 
 from . import provenance
 from ._cuda import MIB, Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence
-from .fault import ENV_KEYS, HAMI_KEYS, sleep_until
-from .timeline import Recorder, iso, stats, whole_seconds
+from .fault import ENV_KEYS, HAMI_KEYS, sleep_until, timed_loop
+from .timeline import iso, stats, whole_seconds
 
 # copy(dst, src, n): n 16-byte words, each thread striding by the grid. PTX 6.0 / sm_52 (a T4's or an H200's driver).
 PTX = """
@@ -118,23 +118,10 @@ class Copier:
 
 def copy_loop(copy: Callable[[], None], bytes_moved: int, until: float, clock: Clock = time.time) -> dict[str, Any]:
     """Copy until `until` or the first CUDA error: GB/s per second (bytes read + written), copies, the error."""
-    t0 = now = clock()
-    timeline = Recorder(t0)
-    copies, error, error_at = 0, None, None
-    while now < until:
-        try:
-            copy()
-        except CudaError as exc:
-            error, error_at = exc.name, clock()
-            now = error_at
-            break
-        now = clock()
-        copies += 1
-        timeline.add(now, bytes_moved)
+    timeline, copies, now, error = timed_loop(copy, bytes_moved, until, clock)
     line = timeline.to_dict(now, scale=1 / GIGA)
-    return {"timeline": line, "copies": copies, "gbps": stats(whole_seconds(line)), "copy_started_at": iso(t0),
-            "copy_ended_at": iso(now), "cuda_error": error,
-            "cuda_error_at": iso(error_at) if error_at is not None else None}  # fmt: skip
+    return {"timeline": line, "copies": copies, "gbps": stats(whole_seconds(line)),
+            "copy_started_at": iso(timeline.t0), "copy_ended_at": iso(now), **error}
 
 
 def measure(args: argparse.Namespace, result: dict[str, Any], cuda: Any, clock: Clock = time.time,

@@ -118,23 +118,30 @@ def sleep_until(instant: float, clock: Clock = time.time, sleep: Callable[[float
         sleep(min(left, 0.5))
 
 
-def launch_loop(launch: Callable[[], None], until: float, clock: Clock = time.time) -> dict[str, Any]:
-    """Launch and synchronise until `until` or the first CUDA error: launches per second, and the error's instant."""
+def timed_loop(work: Callable[[], None], amount: float, until: float,
+               clock: Clock = time.time) -> tuple[Recorder, int, float, dict[str, Any]]:  # fmt: skip
+    """Run `work` until `until` or its first CUDA error, `amount` recorded in the second each run finished: the
+    timeline, the runs, when it stopped, and the error with its instant (both None when it ran to the end)."""
     t0 = now = clock()
     timeline = Recorder(t0)
-    launches, error, error_at = 0, None, None
+    runs, error, error_at = 0, None, None
     while now < until:
         try:
-            launch()
+            work()
         except CudaError as exc:
             error, error_at = exc.name, clock()
             now = error_at
             break
         now = clock()
-        launches += 1
-        timeline.add(now, 1)
-    return {"timeline": timeline.to_dict(now), "launches": launches, "survived": error is None,
-            "cuda_error": error, "cuda_error_at": iso(error_at) if error_at is not None else None}  # fmt: skip
+        runs += 1
+        timeline.add(now, amount)
+    return timeline, runs, now, {"cuda_error": error, "cuda_error_at": iso(error_at) if error_at is not None else None}
+
+
+def launch_loop(launch: Callable[[], None], until: float, clock: Clock = time.time) -> dict[str, Any]:
+    """Launch and synchronise until `until` or the first CUDA error: launches per second, and the error's instant."""
+    timeline, launches, now, error = timed_loop(launch, 1, until, clock)
+    return {"timeline": timeline.to_dict(now), "launches": launches, "survived": error["cuda_error"] is None, **error}
 
 
 def child_main(mode: str, instant: float | None, clock: Clock = time.time, cuda: Any = None,
