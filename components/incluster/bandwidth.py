@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import provenance
-from ._cuda import MIB, Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence
+from ._cuda import MIB, Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
 from .fault import ENV_KEYS, HAMI_KEYS, sleep_until, timed_loop
 from .timeline import iso, stats, whole_seconds
 
@@ -169,7 +169,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, cuda: Any = None) -> int:
     """Run the role; 0 when it copied (the figures are in the JSON), 1 when it could not."""
     args = parse_args(argv)
-    env = {key: os.environ.get(key) for key in ENV_KEYS}
+    env = reported_env(ENV_KEYS)
     preload = preload_evidence()
     result: dict[str, Any] = {
         "probe": "bandwidth", "role": args.role, "ok": False, "error": None, "pid": os.getpid(), "children": [],

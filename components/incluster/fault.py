@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import provenance
-from ._cuda import Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence
+from ._cuda import Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
 from .timeline import Recorder, iso
 
 # tick: each thread stores its index (a launch that does next to nothing, so the rate is the launch rate);
@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         answer = child_main(args.child, args.at)
         print(json.dumps(answer, separators=(",", ":")), flush=True)
         return 0 if answer["ok"] else 1
-    env = {key: os.environ.get(key) for key in ENV_KEYS}
+    env = reported_env(ENV_KEYS)
     result = run_role(args, new_result(args, env, preload_evidence()))
     for child in result["children"]:
         provenance.note_child(child)
