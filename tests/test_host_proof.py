@@ -335,3 +335,11 @@ def test_the_comparisons_unlimited_baseline_and_a_proofs_own_never_share_a_file(
 
     names = [w for w in written if w.endswith(".json")]
     assert names == ["baseline-hami-core.json", "baseline-mps.json"] and UNLIMITED_BASELINE not in names
+
+
+@pytest.mark.parametrize("stack", ["gke", "k3s", "cluster"])
+def test_every_stacks_committed_host_expectation_parses_for_each_setup(stack: str) -> None:
+    host = expectation.load(ROOT / "docs" / "host-proof" / "expect" / f"{stack}.json")
+    for mechanism in ("hami-core", "mps"):  # bare runs judge as hami-core (proof.mechanism)
+        judged = expectation.host_expect(host["expect"], mechanism, host["expect"].get("limitEnv") or {})
+        assert judged.whole_gpu_pod is None and judged.whole_gpu_card_index is None

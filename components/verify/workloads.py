@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
-from components.incluster import provenance
+from components.incluster import compute, provenance
 from components.verify import phases as neighbour_phases
 
 REQUIRED_FILES = ("__init__.py", "memory.py", "memory_findings.py", "compute.py", "fault.py", "bandwidth.py",
@@ -44,6 +44,8 @@ GRACE_SECONDS = 5
 # activeDeadlineSeconds may never have started): a Failed Pod must not hold `pulumi up` to its timeout. An RFC 9535
 # filter, which the provider's waitFor parses since pulumi-kubernetes 4.24.0 (CHANGELOG, provider/pkg/jsonpath).
 WAIT_ENDED = {"pulumi.com/waitFor": "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed']}"}
+COMPUTE_LOOKUP_DELAY_S = neighbour_phases.memory_delay(compute.baseline_child_seconds())
+"""Pod B's wait before its memory step, while Pod A's limited compute process finds its host PID."""
 BASE_ENV = {
     "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
     # The verifier reads results from the log while the probe still holds memory: no buffered lines.
@@ -108,10 +110,12 @@ def _memory_probe(probes: ProbeSettings) -> list[str]:
     return incluster.pod_command("memory", "--json", *expected)
 
 
-def memory_command(probes: ProbeSettings) -> list[str]:
-    """The memory probe's argv: the expected quota, the labs' phases, and a hold kept for the later checks."""
+def memory_command(probes: ProbeSettings, delay_s: float = 0.0) -> list[str]:
+    """The memory probe's argv: the expected quota, the labs' phases, and a hold kept for the later checks; a Pod
+    that does not compute beside one that does first waits `delay_s`."""
     return [
         *_memory_probe(probes),
+        *(["--delay", f"{delay_s:g}"] if delay_s else []),
         "--hold-mib", str(probes.hold_mib),
         "--hold-seconds", str(probes.hold_seconds),
         "--extra-mib", str(probes.extra_mib),
@@ -174,10 +178,12 @@ def container_command(probes: ProbeSettings, *, pod: Literal["a", "b"]) -> list[
     share is asked), then each runs the memory probe, which holds its quota until the Pod is deleted. Compute after
     the neighbour steps: B's fault and hog never fall inside A's compute window, whenever B started."""
     steps = neighbour_commands(probes.phases, pod)
-    if pod == "a" and probes.cores_percent is not None:
+    computes = probes.cores_percent is not None
+    if pod == "a" and computes:
         steps.append(compute_command(probes))
+    memory = memory_command(probes, COMPUTE_LOOKUP_DELAY_S if pod == "b" and computes else 0.0)
     # `;` not `&&`: a failed step is a result to report, and the memory proof must still run.
-    return ["/bin/sh", "-c", "; ".join([*map(shlex.join, steps), f"exec {shlex.join(memory_command(probes))}"])]
+    return ["/bin/sh", "-c", "; ".join([*map(shlex.join, steps), f"exec {shlex.join(memory)}"])]
 
 
 def co_located_with(pod_name: str) -> dict[str, Any]:

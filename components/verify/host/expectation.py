@@ -42,8 +42,10 @@ NEEDS_CONTAINER_RUNTIME: dict[str, str] = {
 """Pod-level tries that need a container runtime, not only a cluster: named apart in the host verdict."""
 POD_PROBES = ("fault", "bandwidth", "memory", "compute")
 """The probes a proof Pod's command may run, as files (`/gpushare/memory.py`) or modules (`-m gpushare.fault`)."""
-HOST_ONLY_FLAGS = {"--result-file": 1, "--ready-file": 1, "--keep-holding": 1}
-"""Pod-only memory-probe flags (and how many values follow): a host process has no termination log or readiness."""
+HOST_ONLY_FLAGS = {"--result-file": 1, "--ready-file": 1, "--keep-holding": 1, "--delay": 1}
+"""Pod-only memory-probe flags (and how many values follow): a host process has no termination log or readiness,
+and a host's Pods start their memory steps together, once every compute step ended (runner.run_pods' `together`),
+where a cluster's Pod B waits out Pod A's host-PID lookup and keeps holding."""
 
 
 class ExpectationError(ValueError):
@@ -179,6 +181,7 @@ def host_expect(
     for key in CLUSTER_ONLY_PARTS:
         wire[key] = [] if key == "podTries" else None
     wire["pinnedPods"] = []  # pinned by the annotation left out above; the host's own cards: cards.on_cards
+    wire["wholeGpuCardIndex"] = None  # the whole-GPU Pod's card goes with it; a host of several cards: cards.on_cards
     if mechanism == "mps":
         wire.update(visibleMiB=card, preloadLibrary=None)
     wire = {k: v for k, v in wire.items() if k in expect or v not in (None, [])}

@@ -164,7 +164,7 @@ def pod_steps(argv: Mapping[str, Sequence[str]], env: dict[str, str], options: H
               compute_args: Sequence[str] | None) -> list[tuple[list[str], dict[str, str]]]:  # fmt: skip
     """One Pod's processes in the Pod's order, all with one env (one container, one HAMi-core cache file): its
     fault and bandwidth steps with the host's windows, compute where the plan has this Pod measure it (`compute_args`
-    given: Pod A, as in a cluster), then memory with the host's hold."""
+    given: Pod A, as in a cluster), then memory with the host's hold (the Pods start it together: run_pods)."""
     mech = "none" if options.setup == "bare" else mechanism(options.setup)
     steps = phases.host(options.stagger_seconds)
     out = [(probe(name, expectation.host_phase_argv(name, argv[name], steps, mech)), env)
@@ -233,7 +233,7 @@ def prove(
     steps |= cards.side_steps(host, options, lambda n: pod_env(expect, options, n), lambda n: identity_env(who[n]),
                               mechanism(options.setup))  # fmt: skip
     pods_started = time.time()
-    runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds)
+    runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds, together=pods)
     pods_ended = time.time()
     objects = {n: pod_object(r, who[n], pods_ended) for n, r in runs.items()}
     evidence = {"pods": objects, "nodes": {}, "metrics": {}, "errors": []}

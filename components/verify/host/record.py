@@ -300,6 +300,25 @@ lib=$(.two-cards/build.sh .two-cards/hami-core /tmp/hami-build | tail -1) &&
 """docs/host-proof/README.md's last section: how the two-card record is made, until one is."""
 
 
+FINAL = "final-26"
+"""The record of every check at three compute quotas (docs/host-proof/record-final.sh), beside the runs above."""
+
+
+def final_section(record: Path) -> str:
+    """docs/host-proof/README.md's section on the final record, where the record has one."""
+    if not (record / FINAL / "repeat").is_dir():
+        return ""
+    return f"""## Every check at three compute quotas
+
+`docs/host-proof/record-final.sh` on the same card with the fault and bandwidth steps, `fault-isolation` and the
+env-less first-toucher finding: `cluster` at `coresPercent` 20, 40 and 60, `gke` and `k3s`, three runs each, every
+run's Pods started in the same instant; the bare runs, the MPS run, and the runs before the Pods met before their memory
+steps (the compute verdict flipped with HAMi-core's host-PID lookup) in [h200/{FINAL}/](h200/{FINAL}/README.md).
+
+{repeatability.table(record / FINAL, f"h200/{FINAL}/repeat")}
+"""
+
+
 def host_proof_doc(record: Path) -> str:
     card = _load(record / "comparison.json")["card"]
     return f"""# The host proof on an H200: HAMi-core, bare, and MPS beside it
@@ -333,7 +352,7 @@ finding (a context is {context_sizes(record)} MiB by NVML's count), never counte
 its whole wall time, in brackets the baseline (alone on the card, compute stacks only) and the Pods.
 
 {repeatability.table(record)}
-{TWO_CARDS}"""
+{final_section(record)}{TWO_CARDS}"""
 
 
 def readme_block(record: Path) -> str:

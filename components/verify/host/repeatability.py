@@ -81,8 +81,9 @@ def _seconds(verdict: Mapping[str, Any]) -> str:
     return f"{wall} ({base} + {pods})" if base is not None else f"{wall}"
 
 
-def table(record: Path) -> str:
-    """One table per repeated stack, each followed by whether its verdicts were identical."""
+def table(record: Path, links: str = "h200/repeat") -> str:
+    """One table per repeated stack, each followed by whether its verdicts were identical; each run links to its
+    verdict under `links` (relative to the page the table goes in)."""
     out = []
     for group, runs in repeats(record).items():
         checks = [c["id"] for c in runs[0][1].get("checks") or []]
@@ -95,7 +96,7 @@ def table(record: Path) -> str:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name, verdict, evidence in runs:
             by_id = {c["id"]: c.get("passed") for c in verdict.get("checks") or []}
-            row = [f"[{name}](h200/repeat/{name}/verdict.json)", MARK[verdict.get("passed")],
+            row = [f"[{name}]({links}/{name}/verdict.json)", MARK[verdict.get("passed")],
                    *(MARK[by_id.get(c)] for c in checks), _charges(verdict)]  # fmt: skip
             row += [_shares(evidence)] if computes else []
             row += [_fault(evidence)] if faults else []

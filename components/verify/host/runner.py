@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,18 +99,29 @@ def probe(name: str, args: Sequence[str]) -> list[str]:
 
 
 def run_pods(
-    steps: Mapping[str, Sequence[tuple[list[str], Mapping[str, str]]]], timeout: float, stagger: float = 0.0
+    steps: Mapping[str, Sequence[tuple[list[str], Mapping[str, str]]]],
+    timeout: float,
+    stagger: float = 0.0,
+    together: Collection[str] = (),
 ) -> dict[str, PodRun]:
     """Every Pod's steps (argv, env) in order, the Pods at the same time (threads), as the two Pods of a node;
-    each Pod after the first starts `stagger` seconds after the one before (a cluster creates B after A)."""
+    each Pod after the first starts `stagger` seconds after the one before (a cluster creates B after A). The Pods
+    named in `together` start their last step (memory) at once, when each has ended the steps before it: their
+    holds overlap as a cluster's kept holds do, and no new process meets a limited one's host-PID lookup."""
     runs = {name: PodRun(name) for name in steps}
     delays = {name: i * stagger for i, name in enumerate(steps)}
+    meet = [name for name in steps if name in together]
+    barrier = threading.Barrier(len(meet)) if meet else None
 
     def one(name: str) -> None:
         run = runs[name]
         time.sleep(delays[name])
         run.started = time.time()
-        for argv, env in steps[name]:
+        last = len(steps[name]) - 1
+        for i, (argv, env) in enumerate(steps[name]):
+            if barrier is not None and name in meet and i == last:
+                with contextlib.suppress(threading.BrokenBarrierError):  # a Pod stuck past the timeout: go on
+                    barrier.wait(timeout * len(steps[name]))
             code, out, err = run_process(argv, env, timeout)
             run.exit_codes.append(code)
             run.logs += out + ("\n" if out and not out.endswith("\n") else "") + err
