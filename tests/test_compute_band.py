@@ -76,16 +76,33 @@ def test_the_pair_band_is_the_largest_overshoot_of_two_limited_processes_at_once
     assert round(overshoot, 3) == 0.074 and next_hundredth(overshoot) == BAND_POINTS["pair"]
 
 
-def test_every_limited_pair_of_the_committed_host_proofs_sits_inside_the_pair_band() -> None:
-    shares = []
+def _limited_overshoots(computing: int) -> list[float]:
+    """Each limited Pod's share less its ask, in the committed host proofs where `computing` Pods computed at once
+    (the runs that met HAMi-core's host-PID lookup left out: final-26/README.md)."""
+    overshoots = []
     for path in HOST.rglob("evidence.json"):
-        for out in json.loads(path.read_text()).values():
-            compute = out.get("compute") if isinstance(out, dict) else None
-            if compute and compute.get("share") and (compute["preload"]["mapped"] or compute["mechanism"] == "mps"):
+        if "host-pid-race" in path.parts:
+            continue
+        outs = [out.get("compute") for out in json.loads(path.read_text()).values() if isinstance(out, dict)]
+        measured = [c for c in outs if c and c.get("share")]
+        if len(measured) != computing:
+            continue
+        for compute in measured:
+            if compute["preload"]["mapped"] or compute["mechanism"] == "mps":
                 env = compute["env"]
                 ask = int(env.get("CUDA_DEVICE_SM_LIMIT") or env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"])
-                shares.append(compute["share"]["short_many"] - ask / 100)
+                overshoots.append(compute["share"]["short_many"] - ask / 100)
+    return overshoots
+
+
+def test_every_limited_pair_of_the_committed_host_proofs_sits_inside_the_pair_band() -> None:
+    shares = _limited_overshoots(2)
     assert len(shares) == 18 and max(shares) <= BAND_POINTS["pair"] / 100
+
+
+def test_every_pod_computing_alone_in_the_committed_host_proofs_sits_inside_the_alone_band() -> None:
+    shares = _limited_overshoots(1)  # final-26: nine runs at 20, 40 and 60 % under HAMi-core, one MPS run at 30 %
+    assert len(shares) == 10 and max(shares) <= BAND_POINTS["alone"] / 100
 
 
 def test_no_limit_beside_another_gets_no_more_than_two_bare_processes_got_on_the_h200() -> None:

@@ -33,7 +33,7 @@ def test_pod_b_waits_until_pod_as_limited_process_has_its_host_pid_before_its_me
     waited = _delay(b["memory"])
     assert waited == workloads.COMPUTE_LOOKUP_DELAY_S
     # B may lead A by CLUSTER_LEAD_S; A's limited process makes its context after its baseline child and its start.
-    lookup_done = compute.baseline_child_seconds() + 2 * phases.INIT_S
+    lookup_done = len(compute.SHAPES) * (compute.BASELINE_WARMUP_S + compute.BASELINE_SECONDS) + 2 * phases.INIT_S
     assert waited is not None and waited > phases.CLUSTER_LEAD_S + lookup_done
     assert _delay(a["memory"]) is None  # the computing Pod itself goes straight on
 

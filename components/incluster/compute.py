@@ -360,11 +360,6 @@ def run_child(argv_tail: Sequence[str], env_overrides: Mapping[str, str], timeou
     return dict(provenance.note_child(child))
 
 
-def baseline_child_seconds(shapes: Sequence[str] = tuple(SHAPES)) -> float:
-    """How long a `--baseline child` measures before this process makes its own context."""
-    return len(shapes) * (BASELINE_WARMUP_S + BASELINE_SECONDS)
-
-
 def read_baseline(
     source: str, mechanism: str, shapes: Sequence[str], log: Callable[[str], None]
 ) -> dict[str, Any] | None:

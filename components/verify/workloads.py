@@ -44,7 +44,9 @@ GRACE_SECONDS = 5
 # activeDeadlineSeconds may never have started): a Failed Pod must not hold `pulumi up` to its timeout. An RFC 9535
 # filter, which the provider's waitFor parses since pulumi-kubernetes 4.24.0 (CHANGELOG, provider/pkg/jsonpath).
 WAIT_ENDED = {"pulumi.com/waitFor": "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed']}"}
-COMPUTE_LOOKUP_DELAY_S = neighbour_phases.memory_delay(compute.baseline_child_seconds())
+BASELINE_CHILD_S = len(compute.SHAPES) * (compute.BASELINE_WARMUP_S + compute.BASELINE_SECONDS)
+"""How long Pod A's `--baseline child` measures before its limited process makes its own context."""
+COMPUTE_LOOKUP_DELAY_S = neighbour_phases.memory_delay(BASELINE_CHILD_S)
 """Pod B's wait before its memory step, while Pod A's limited compute process finds its host PID."""
 BASE_ENV = {
     "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
