@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
+
+from components.providers import k8s
 
 FIELD_MANAGER = "gpushare"
 """Our own field manager, so the API server tracks exactly which labels this stack owns."""
