@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
+
+from components.providers import k8s
 
 
 def reader_account(

@@ -14,7 +14,7 @@ import pytest
 
 from components.mocks import ANSWERS
 from components.plan import main
-from components.plan_view import comment, markdown, text
+from components.plan_view import comment, golden, markdown, text
 from components.plan_view.diff import compare
 from components.plan_view.golden import GOLDEN_DIR, from_lines, golden_plan, sanitize
 from components.plan_view.model import SCHEMA_PATH, SCHEMA_VERSION
@@ -160,6 +160,14 @@ def test_every_plan_validates_against_the_versioned_schema(stack: str, plan_stac
     urns = [r["urn"] for r in document["resources"]]
     assert len(urns) == len(set(urns)) and all(u == f"{r['type']}::{r['name']}" for u, r in
                                                  zip(urns, document["resources"], strict=True))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_plan_compares_in_the_form_its_golden_file_reads_back_in(stack: str, plan_stack) -> None:
+    plan = plan_stack(stack)
+    read_back = from_lines(sanitize(plan))
+    assert golden.compared(plan) == read_back
+    assert any(golden.is_file_ref(v) for r in read_back["resources"] for v in r["inputs"].get("data", {}).values())
 
 
 def _resolve(document: Any, pointer: str) -> Any:

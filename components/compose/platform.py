@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import pulumi
-import pulumi_gcp as gcp
 
 from components import pricing, validate
 from components.compose.kubeconfig import cluster_identity
@@ -17,6 +16,7 @@ from components.gpus import GPU_MODELS
 from components.platform import gke, k3s_vm
 from components.platform.existing import ExistingCluster, ExistingClusterArgs
 from components.platform.k3s_bootstrap import K3sBootstrap, K3sBootstrapArgs
+from components.providers import gcp
 
 
 def refuse_documentation_addresses(key: str, values: list[str]) -> None:

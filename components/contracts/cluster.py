@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
+
+from components.providers import k8s
 
 
 @dataclass(frozen=True)

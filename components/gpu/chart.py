@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.chart_images import chart_images, deep_merge, mirror_values, pulled
 from components.contracts.settings import SYSTEM_NAMESPACES
 from components.gpu.settings import ChartSourceConfig
 from components.images import Mirrors
+from components.providers import k8s
 
 SHARED_NAMESPACES = SYSTEM_NAMESPACES
 """Namespaces the cluster owns: a release goes into them, but the stack never creates or deletes them."""

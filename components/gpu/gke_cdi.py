@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.kai import GPU_MEMORY_ANNOTATION
 from components.gpu.settings import GkeCdiConfig
 from components.images import Mirrors
+from components.providers import k8s
 
 KYVERNO_REPO = "https://kyverno.github.io/kyverno/"
 POLICY_API_VERSION = "kyverno.io/v1"

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.contracts.guard import GuardMode
 from components.incluster import audit
+from components.providers import k8s
 
 VALIDATION_ACTIONS: dict[str, list[str]] = {"deny": ["Deny"], "warn": ["Warn"]}
 NAME_LABEL = "kubernetes.io/metadata.name"

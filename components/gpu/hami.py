@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.chart_images import Path, put
 from components.contracts.proof import CheckId, PodTry, SharedCard, SharingProof, SliceRequest
@@ -21,6 +20,7 @@ from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
 from components.gpu.settings import HamiConfig
 from components.images import Mirrors
 from components.incluster.expectation import NodeRegistration
+from components.providers import k8s
 
 CHART = "hami"
 REPO = "https://project-hami.github.io/HAMi"

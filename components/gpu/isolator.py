@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.settings import IsolatorConfig
 from components.images import Mirrors
 from components.incluster.expectation import Monitor
+from components.providers import k8s
 
 # Docker Hub's registry host as Helm's OCI client contacts it; `docker.io` is a name only image references alias.
 CHART = "oci://registry-1.docker.io/projecthami/kai-resource-isolator"

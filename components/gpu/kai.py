@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.gpu.chart import ChartRelease, ChartSource, install_chart, release_images
 from components.gpu.ready_gate import ReadyGate, ReadyGateArgs
 from components.gpu.settings import KaiConfig
 from components.images import Mirrors
+from components.providers import k8s
 
 CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 RELEASE_NAME = "kai-scheduler"

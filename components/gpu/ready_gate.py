@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import incluster
 from components.contracts.names import stack_scoped
+from components.providers import k8s
 from components.reader_account import reader_account
 
 COMMAND = incluster.pod_command("ready_gate_pod")

@@ -38,6 +38,10 @@ def is_file_ref(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {FILE, "sha256", "lines"}
 
 
+def _file_ref(text: str) -> dict[str, Any]:
+    return {FILE: _repo_files()[text], "sha256": digest(text), "lines": text.count("\n")}
+
+
 def as_lines(value: Any) -> Any:
     """Multi-line strings as `{"$lines": [...]}`, at any depth."""
     if isinstance(value, dict):
@@ -45,9 +49,18 @@ def as_lines(value: Any) -> Any:
     if isinstance(value, list):
         return [as_lines(v) for v in value]
     if isinstance(value, str) and "\n" in value:
-        if value in _repo_files():
-            return {FILE: _repo_files()[value], "sha256": digest(value), "lines": value.count("\n")}
-        return {LINES: value.split("\n")}
+        return _file_ref(value) if value in _repo_files() else {LINES: value.split("\n")}
+    return value
+
+
+def with_file_refs(value: Any) -> Any:
+    """`from_lines(as_lines(value))` in one walk: a repository file's text as its reference, other text as it is."""
+    if isinstance(value, dict):
+        return {k: with_file_refs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_file_refs(v) for v in value]
+    if isinstance(value, str) and "\n" in value and value in _repo_files():
+        return _file_ref(value)
     return value
 
 
@@ -74,6 +87,11 @@ def masked(plan: Plan) -> dict[str, Any]:
 def sanitize(plan: Plan) -> dict[str, Any]:
     """The golden form of a plan."""
     return as_lines(masked(plan))
+
+
+def compared(plan: Plan) -> dict[str, Any]:
+    """The golden form of a plan as `golden_plan` reads one back (`from_lines(sanitize(plan))`), to compare them."""
+    return with_file_refs(masked(plan))
 
 
 def render(plan: Plan) -> str:

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.platform.node_labels import NodeLabels, NodeLabelsArgs
 from components.platform.settings import ClusterConfig
+from components.providers import k8s
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import pulumi
-import pulumi_gcp as gcp
-import pulumi_kubernetes as k8s
 
 from components.contracts.errors import InputError
 from components.platform.kubeconfig import gke_kubeconfig
 from components.platform.settings import GkeConfig
+from components.providers import gcp, k8s
 
 IMAGE_TYPE = "COS_CONTAINERD"
 # GKE skips its own device plugin on nodes with this label; KAI's reservation Pods need that plugin.

@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_command as command
-import pulumi_kubernetes as k8s
 import yaml
 
 from components.platform.settings import K3sConfig
+from components.providers import command, k8s
 
 K3S_CONFIG_PATH = "/etc/rancher/k3s/config.yaml"
 K3S_KUBECONFIG_PATH = "/etc/rancher/k3s/k3s.yaml"

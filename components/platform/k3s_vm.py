@@ -6,13 +6,12 @@ import re
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_command as command
-import pulumi_gcp as gcp
 import pulumi_tls as tls
 import yaml
 
 from components.platform.k3s_bootstrap import API_PORT
 from components.platform.settings import VmConfig
+from components.providers import command, gcp
 
 SSH_PORT = 22
 # Titanium machine series attach Hyperdisk only; the older GPU series take Persistent Disk.

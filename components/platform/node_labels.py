@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
+
+from components.providers import k8s
 
 FIELD_MANAGER = "gpushare"
 """Our own field manager, so the API server tracks exactly which labels this stack owns."""
@@ -50,7 +51,8 @@ class NodeLabels(pulumi.ComponentResource):
             )
             for node in args.nodes
         ]
-        self.labelled = pulumi.Output.all(*[p.metadata.apply(lambda m: m.name) for p in self.patches]).apply(
-            lambda names: {n: dict(args.labels) for n in names}
+        # Each patch's name is its node; its URN ties `labelled` to it without an apply per patch (7% of 5,000 nodes).
+        self.labelled = pulumi.Output.all(*[p.urn for p in self.patches]).apply(
+            lambda _: {node: dict(args.labels) for node in args.nodes}
         )
         self.register_outputs({"labelled": self.labelled})

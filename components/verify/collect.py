@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import incluster
 from components.incluster import audit, judge, message
 from components.incluster.expectation import Expectation
+from components.providers import k8s
 from components.pulumi_internals import offline_plan, unknown_output
 from components.reader_account import reader_account
 from components.verify import report

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.contracts.proof import PodTry, SharingProof
 from components.incluster.expectation import Expectation
+from components.providers import k8s
 from components.verify.collect import Verifier, VerifierArgs
 from components.verify.report import NOT_MIG
 from components.verify.settings import VerifyConfig

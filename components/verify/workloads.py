@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
 from components.incluster import compute, provenance
+from components.providers import k8s
 from components.verify import phases as neighbour_phases
 
 REQUIRED_FILES = ("__init__.py", "memory.py", "memory_findings.py", "compute.py", "fault.py", "bandwidth.py",
