@@ -115,8 +115,11 @@ def reference(image: ChartImage, values: Mapping[str, Any], server_version: str 
 
 def runs(image: ChartImage, values: Mapping[str, Any]) -> bool:
     """True when the values make a cluster pull `image`: every switch on and every setting at its value."""
-    return (image.never is None and all(get(values, path) is True for path, _ in image.switches)
-            and all(get(values, path) == value for path, value, _ in image.settings))
+    return (
+        image.never is None
+        and all(get(values, path) is True for path, _ in image.switches)
+        and all(get(values, path) == value for path, value, _ in image.settings)
+    )
 
 
 def mirror_values(chart: ChartImages, mirrors: Mirrors) -> dict[str, Any]:
@@ -151,6 +154,7 @@ def pulled(chart: ChartImages, ours: Mapping[str, Any], server_version: str | No
 # its suffix (v1.36.2+k3s1 → v1.36.2). The certgen Jobs use `patch.imageNew` on Kubernetes ≥ 1.22, `patch.image`
 # below it (scheduler/job-patch/job-createSecret.yaml).
 
+# fmt: off
 _HAMI_ALIYUN = "registry.cn-hangzhou.aliyuncs.com"
 _OLD_KUBERNETES = "only on Kubernetes older than 1.22 (job-patch picks imageNew from 1.22)"
 
@@ -387,6 +391,8 @@ CHARTS: dict[tuple[str, str], ChartImages] = {
               KYVERNO_3_8_2, KYVERNO_3_9_0)
 }
 """Every pinned chart version the project knows, by (chart, version)."""
+
+# fmt: on
 
 
 def chart_images(chart: str, version: str) -> ChartImages | None:

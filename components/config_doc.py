@@ -1,7 +1,7 @@
 """The config reference table of docs/configuration.md, generated from the models.
 
-    python -m components.config_doc            # print the table
-    python -m components.config_doc --write    # rewrite it in docs/configuration.md between the markers
+python -m components.config_doc            # print the table
+python -m components.config_doc --write    # rewrite it in docs/configuration.md between the markers
 """
 
 from __future__ import annotations
@@ -20,12 +20,35 @@ from components.contracts.settings import attribute_docs
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
 FIRST = ("platform", "toolkit", "sharing")
-ORDER = ("toolkit", "sharing", "gke", "vm", "host", "k3s", "cluster", "gpu", "kai", "isolator", "gkeCdi",
-         "gkeSharing", "hami", "gpuOperator", "imageRegistry", "registryMirrors", "chartSources", "verify", "guard")
+ORDER = (
+    "toolkit",
+    "sharing",
+    "gke",
+    "vm",
+    "host",
+    "k3s",
+    "cluster",
+    "gpu",
+    "kai",
+    "isolator",
+    "gkeCdi",
+    "gkeSharing",
+    "hami",
+    "gpuOperator",
+    "imageRegistry",
+    "registryMirrors",
+    "chartSources",
+    "verify",
+    "guard",
+)
 """The choices lead; then the platforms' own sections, the cards, the GPU software, the mirrors, the proof and
 the admission guard."""
-PLATFORM_ROW = ("`gpushare:platform`", "all", "required", "Where Kubernetes comes from: {}; it decides which other "
-                "keys exist.")
+PLATFORM_ROW = (
+    "`gpushare:platform`",
+    "all",
+    "required",
+    "Where Kubernetes comes from: {}; it decides which other keys exist.",
+)
 
 
 def field_docs(model: type[BaseModel]) -> dict[str, str]:

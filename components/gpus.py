@@ -59,7 +59,9 @@ ATTACHED_TO_N1 = ("nvidia-tesla-t4", "nvidia-tesla-v100", "nvidia-tesla-p4", "nv
 """The GPUs GCE attaches to an N1 machine (`guest_accelerator`)."""
 
 ATTACHED_COUNTS: dict[str, tuple[int, ...]] = {
-    "nvidia-tesla-t4": (1, 2, 4), "nvidia-tesla-p4": (1, 2, 4), "nvidia-tesla-p100": (1, 2, 4),
+    "nvidia-tesla-t4": (1, 2, 4),
+    "nvidia-tesla-p4": (1, 2, 4),
+    "nvidia-tesla-p100": (1, 2, 4),
     "nvidia-tesla-v100": (1, 2, 4, 8),
 }
 """How many of each attached GPU one N1 machine takes: GCE refuses any other count."""
@@ -84,13 +86,24 @@ BUNDLED: dict[str, str] = {
 """Machine series (type without its size) → the GPU it carries."""
 
 BUNDLED_COUNT: dict[str, int] = {
-    **{f"g2-standard-{n}": 1 for n in (4, 8, 12, 16, 32)}, "g2-standard-24": 2, "g2-standard-48": 4,
+    **{f"g2-standard-{n}": 1 for n in (4, 8, 12, 16, 32)},
+    "g2-standard-24": 2,
+    "g2-standard-48": 4,
     "g2-standard-96": 8,
-    "g4-standard-48": 1, "g4-standard-96": 2, "g4-standard-192": 4, "g4-standard-384": 8,
-    **{f"a2-highgpu-{n}g": n for n in (1, 2, 4, 8)}, "a2-megagpu-16g": 16,
+    "g4-standard-48": 1,
+    "g4-standard-96": 2,
+    "g4-standard-192": 4,
+    "g4-standard-384": 8,
+    **{f"a2-highgpu-{n}g": n for n in (1, 2, 4, 8)},
+    "a2-megagpu-16g": 16,
     **{f"a2-ultragpu-{n}g": n for n in (1, 2, 4, 8)},
-    **{f"a3-highgpu-{n}g": n for n in (1, 2, 4, 8)}, "a3-edgegpu-8g": 8, "a3-edgegpu-8g-nolssd": 8,
-    "a3-megagpu-8g": 8, "a3-ultragpu-8g": 8, "a3-ultragpu-8g-nolssd": 8, "a4-highgpu-8g": 8,
+    **{f"a3-highgpu-{n}g": n for n in (1, 2, 4, 8)},
+    "a3-edgegpu-8g": 8,
+    "a3-edgegpu-8g-nolssd": 8,
+    "a3-megagpu-8g": 8,
+    "a3-ultragpu-8g": 8,
+    "a3-ultragpu-8g-nolssd": 8,
+    "a4-highgpu-8g": 8,
 }
 """Every machine type that carries its GPU, and how many it carries."""
 
@@ -110,28 +123,35 @@ def machine_gpu_problem(machine_type: str, gpu_type: str, per_node: int) -> tupl
     family = machine_type.split("-", 1)[0]
     if family == "n1":
         if machine_type not in N1_MACHINE_TYPES:
-            return "machineType", (f"{machine_type} is not an N1 machine type GCE offers; N1 comes as n1-standard-1 "
-                                   f"and n1-standard, n1-highmem or n1-highcpu with {', '.join(map(str, _N1_SIZES))} "
-                                   "vCPUs (components/gpus.py)")
+            return "machineType", (
+                f"{machine_type} is not an N1 machine type GCE offers; N1 comes as n1-standard-1 "
+                f"and n1-standard, n1-highmem or n1-highcpu with {', '.join(map(str, _N1_SIZES))} "
+                "vCPUs (components/gpus.py)"
+            )
         if gpu_type in ATTACHED_TO_N1:
             counts = ATTACHED_COUNTS[gpu_type]
             if per_node not in counts:
                 allowed = ", ".join(map(str, counts[:-1])) + f" or {counts[-1]}"
-                return "gpu.perNode", (f"{per_node}, but GCE attaches {allowed} × {gpu_type} to an N1 machine; set "
-                                       "it to one of those")
+                return "gpu.perNode", (
+                    f"{per_node}, but GCE attaches {allowed} × {gpu_type} to an N1 machine; set it to one of those"
+                )
             return None
         carriers = sorted(s for s, g in BUNDLED.items() if g == gpu_type)
         if carriers:
-            return "machineType", (f"{machine_type} takes only {', '.join(ATTACHED_TO_N1)}; {gpu_type} comes built "
-                                   f"into {' or '.join(c + '-*' for c in carriers)} machine types: use one of those")
+            return "machineType", (
+                f"{machine_type} takes only {', '.join(ATTACHED_TO_N1)}; {gpu_type} comes built "
+                f"into {' or '.join(c + '-*' for c in carriers)} machine types: use one of those"
+            )
         return "gpu.type", f"{gpu_type} cannot be attached to an N1 machine; use one of {', '.join(ATTACHED_TO_N1)}"
     carried = BUNDLED.get(series)
     if carried is None:
         known = ", ".join(["n1-*", *sorted(f"{s}-*" for s in BUNDLED)])
         return "machineType", f"{machine_type} carries no GPU and takes none; use a GPU machine type ({known})"
     if carried != gpu_type:
-        return "gpu.type", (f"{machine_type} carries {carried}, not {gpu_type}; set it to {carried} (or pick a "
-                            f"machine type that carries {gpu_type})")
+        return "gpu.type", (
+            f"{machine_type} carries {carried}, not {gpu_type}; set it to {carried} (or pick a "
+            f"machine type that carries {gpu_type})"
+        )
     count = bundled_gpu_count(machine_type)
     if count is None:
         sizes = ", ".join(sorted((t for t in BUNDLED_COUNT if _series(t) == series), key=BUNDLED_COUNT.__getitem__))
@@ -156,42 +176,149 @@ ZONES_READ = "2026-12-02"
 
 GPU_ZONES: dict[str, tuple[str, ...]] = {
     "nvidia-l4": (
-        "asia-east1-a", "asia-east1-b", "asia-east1-c", "asia-northeast1-a", "asia-northeast1-b",
-        "asia-northeast1-c", "asia-northeast3-a", "asia-northeast3-b", "asia-south1-a", "asia-south1-b",
-        "asia-south1-c", "asia-southeast1-a", "asia-southeast1-b", "asia-southeast1-c", "europe-west1-b",
-        "europe-west1-c", "europe-west2-a", "europe-west2-b", "europe-west3-a", "europe-west3-b",
-        "europe-west4-a", "europe-west4-b", "europe-west4-c", "europe-west6-b", "europe-west6-c",
-        "me-central2-a", "me-central2-c", "northamerica-northeast1-b", "northamerica-northeast1-c",
-        "northamerica-northeast2-a", "northamerica-northeast2-b", "us-central1-a", "us-central1-b",
-        "us-central1-c", "us-east1-b", "us-east1-c", "us-east1-d", "us-east4-a", "us-east4-c", "us-west1-a",
-        "us-west1-b", "us-west1-c", "us-west4-a", "us-west4-c",
+        "asia-east1-a",
+        "asia-east1-b",
+        "asia-east1-c",
+        "asia-northeast1-a",
+        "asia-northeast1-b",
+        "asia-northeast1-c",
+        "asia-northeast3-a",
+        "asia-northeast3-b",
+        "asia-south1-a",
+        "asia-south1-b",
+        "asia-south1-c",
+        "asia-southeast1-a",
+        "asia-southeast1-b",
+        "asia-southeast1-c",
+        "europe-west1-b",
+        "europe-west1-c",
+        "europe-west2-a",
+        "europe-west2-b",
+        "europe-west3-a",
+        "europe-west3-b",
+        "europe-west4-a",
+        "europe-west4-b",
+        "europe-west4-c",
+        "europe-west6-b",
+        "europe-west6-c",
+        "me-central2-a",
+        "me-central2-c",
+        "northamerica-northeast1-b",
+        "northamerica-northeast1-c",
+        "northamerica-northeast2-a",
+        "northamerica-northeast2-b",
+        "us-central1-a",
+        "us-central1-b",
+        "us-central1-c",
+        "us-east1-b",
+        "us-east1-c",
+        "us-east1-d",
+        "us-east4-a",
+        "us-east4-c",
+        "us-west1-a",
+        "us-west1-b",
+        "us-west1-c",
+        "us-west4-a",
+        "us-west4-c",
     ),
     "nvidia-tesla-t4": (
-        "asia-east1-a", "asia-east1-c", "asia-east2-a", "asia-east2-c", "asia-northeast1-a",
-        "asia-northeast1-c", "asia-northeast3-b", "asia-northeast3-c", "asia-south1-a", "asia-south1-b",
-        "asia-southeast1-a", "asia-southeast1-b", "asia-southeast1-c", "asia-southeast2-a",
-        "asia-southeast2-b", "australia-southeast1-a", "australia-southeast1-c", "europe-central2-b",
-        "europe-central2-c", "europe-west1-b", "europe-west1-c", "europe-west1-d", "europe-west2-a",
-        "europe-west2-b", "europe-west3-b", "europe-west4-a", "europe-west4-b", "europe-west4-c",
-        "me-west1-b", "me-west1-c", "northamerica-northeast1-c", "southamerica-east1-a",
-        "southamerica-east1-b", "southamerica-east1-c", "us-central1-a", "us-central1-b", "us-central1-c",
-        "us-central1-f", "us-east1-b", "us-east1-c", "us-east1-d", "us-east4-a", "us-east4-b", "us-east4-c",
-        "us-west1-a", "us-west1-b", "us-west2-b", "us-west2-c", "us-west3-b", "us-west4-a", "us-west4-b",
+        "asia-east1-a",
+        "asia-east1-c",
+        "asia-east2-a",
+        "asia-east2-c",
+        "asia-northeast1-a",
+        "asia-northeast1-c",
+        "asia-northeast3-b",
+        "asia-northeast3-c",
+        "asia-south1-a",
+        "asia-south1-b",
+        "asia-southeast1-a",
+        "asia-southeast1-b",
+        "asia-southeast1-c",
+        "asia-southeast2-a",
+        "asia-southeast2-b",
+        "australia-southeast1-a",
+        "australia-southeast1-c",
+        "europe-central2-b",
+        "europe-central2-c",
+        "europe-west1-b",
+        "europe-west1-c",
+        "europe-west1-d",
+        "europe-west2-a",
+        "europe-west2-b",
+        "europe-west3-b",
+        "europe-west4-a",
+        "europe-west4-b",
+        "europe-west4-c",
+        "me-west1-b",
+        "me-west1-c",
+        "northamerica-northeast1-c",
+        "southamerica-east1-a",
+        "southamerica-east1-b",
+        "southamerica-east1-c",
+        "us-central1-a",
+        "us-central1-b",
+        "us-central1-c",
+        "us-central1-f",
+        "us-east1-b",
+        "us-east1-c",
+        "us-east1-d",
+        "us-east4-a",
+        "us-east4-b",
+        "us-east4-c",
+        "us-west1-a",
+        "us-west1-b",
+        "us-west2-b",
+        "us-west2-c",
+        "us-west3-b",
+        "us-west4-a",
+        "us-west4-b",
     ),
     "nvidia-tesla-v100": (
-        "asia-east1-c", "europe-west4-a", "europe-west4-b", "europe-west4-c", "us-central1-a",
-        "us-central1-b", "us-central1-c", "us-central1-f", "us-east1-b", "us-east1-c", "us-west1-a",
+        "asia-east1-c",
+        "europe-west4-a",
+        "europe-west4-b",
+        "europe-west4-c",
+        "us-central1-a",
+        "us-central1-b",
+        "us-central1-c",
+        "us-central1-f",
+        "us-east1-b",
+        "us-east1-c",
+        "us-west1-a",
         "us-west1-b",
     ),
     "nvidia-tesla-p4": (
-        "asia-southeast1-a", "asia-southeast1-b", "asia-southeast1-c", "australia-southeast1-a",
-        "australia-southeast1-b", "europe-west4-b", "europe-west4-c", "northamerica-northeast1-a",
-        "northamerica-northeast1-b", "northamerica-northeast1-c", "us-central1-a", "us-central1-c",
-        "us-east4-a", "us-east4-b", "us-east4-c", "us-west2-b", "us-west2-c",
+        "asia-southeast1-a",
+        "asia-southeast1-b",
+        "asia-southeast1-c",
+        "australia-southeast1-a",
+        "australia-southeast1-b",
+        "europe-west4-b",
+        "europe-west4-c",
+        "northamerica-northeast1-a",
+        "northamerica-northeast1-b",
+        "northamerica-northeast1-c",
+        "us-central1-a",
+        "us-central1-c",
+        "us-east4-a",
+        "us-east4-b",
+        "us-east4-c",
+        "us-west2-b",
+        "us-west2-c",
     ),
     "nvidia-tesla-p100": (
-        "asia-east1-a", "asia-east1-c", "australia-southeast1-b", "europe-west1-b", "europe-west1-d",
-        "europe-west4-a", "us-central1-c", "us-central1-f", "us-east1-b", "us-east1-c", "us-west1-a",
+        "asia-east1-a",
+        "asia-east1-c",
+        "australia-southeast1-b",
+        "europe-west1-b",
+        "europe-west1-d",
+        "europe-west4-a",
+        "us-central1-c",
+        "us-central1-f",
+        "us-east1-b",
+        "us-east1-c",
+        "us-west1-a",
         "us-west1-b",
     ),
 }
@@ -215,6 +342,8 @@ def zone_gpu_problem(zone: str, gpu_type: str) -> str | None:
     if zones is None or zone in zones:
         return None
     nearest = sorted(zones, key=lambda z: _nearness(zone, z))[:5]
-    return (f"{zone} offers no {gpu_type} (zones read {ZONES_READ}, components/gpus.py); use a zone that does, "
-            f"nearest first: {', '.join(nearest)} — or, if Compute Engine now offers it there (`gcloud compute "
-            f"accelerator-types list --filter=zone:{zone}`), set gpushare:gpu.zoneCheck to false")
+    return (
+        f"{zone} offers no {gpu_type} (zones read {ZONES_READ}, components/gpus.py); use a zone that does, "
+        f"nearest first: {', '.join(nearest)} — or, if Compute Engine now offers it there (`gcloud compute "
+        f"accelerator-types list --filter=zone:{zone}`), set gpushare:gpu.zoneCheck to false"
+    )

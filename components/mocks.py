@@ -32,7 +32,10 @@ class MockAnswers:
     """Every value these mocks make up, in one place; tests plan under a second set to find any that leaks."""
 
     gke_versions: tuple[str, ...] = (
-        "1.36.1-gke.1100000", "1.35.6-gke.1250000", "1.35.5-gke.1080000", "1.34.9-gke.1400000"
+        "1.36.1-gke.1100000",
+        "1.35.6-gke.1250000",
+        "1.35.5-gke.1080000",
+        "1.34.9-gke.1400000",
     )
     gke_default_version: str = "1.35.6-gke.1250000"
     gke_endpoint: str = "203.0.113.10"
@@ -109,6 +112,7 @@ class Invented:
         self.exact.setdefault(value, when)
         return value
 
+
 StateOverride = Callable[[MockResourceArgs, dict[str, Any]], dict[str, Any] | None]
 
 
@@ -141,12 +145,22 @@ INVOKES: dict[str, Invoke] = {
 def _two_card_register(answers: MockAnswers, invented: Invented) -> dict[str, str]:
     """A two-card node as HAMi's device plugin registers it: JSON in map order (card 1 first here), `index` left
     out for card 0 (omitempty; HAMi v2.9.0 pkg/device/devices.go:102 and :331 MarshalNodeDevices)."""
-    card = {"count": 10, "devmem": 15360, "devcore": 100, "type": "NVIDIA-Tesla T4", "health": True,
-            "mode": "hami-core"}
-    cards = [{"id": invented.add(answers.gpu_uuid_1, READ_AT_UP), "index": 1, **card},
-             {"id": invented.add(answers.gpu_uuid_0, READ_AT_UP), **card}]
-    return {"hami.io/node-nvidia-register": json.dumps(cards, separators=(",", ":")),
-            "hami.io/node-handshake": "Reported 2026-12-02 10:00:00.000000000 +0000 UTC m=+31.5"}
+    card = {
+        "count": 10,
+        "devmem": 15360,
+        "devcore": 100,
+        "type": "NVIDIA-Tesla T4",
+        "health": True,
+        "mode": "hami-core",
+    }
+    cards = [
+        {"id": invented.add(answers.gpu_uuid_1, READ_AT_UP), "index": 1, **card},
+        {"id": invented.add(answers.gpu_uuid_0, READ_AT_UP), **card},
+    ]
+    return {
+        "hami.io/node-nvidia-register": json.dumps(cards, separators=(",", ":")),
+        "hami.io/node-handshake": "Reported 2026-12-02 10:00:00.000000000 +0000 UTC m=+31.5",
+    }
 
 
 def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invented) -> dict[str, Any]:
@@ -180,9 +194,14 @@ def _outputs_for(args: MockResourceArgs, answers: MockAnswers, invented: Invente
             nic["accessConfigs"] = [{**access, "natIp": access.get("natIp") or made_up(answers.vm_external_ip)}]
             name = inputs.get("name") or made_up(f"{args.name}-{answers.vm_instance_id[:7]}")
             zone = inputs.get("zone", "")
-            return {"networkInterfaces": [nic, *nics[1:]], "instanceId": made_up(answers.vm_instance_id), "name": name,
-                    "selfLink": made_up(f"https://www.googleapis.com/compute/v1/projects/{answers.project}/zones/"
-                                        f"{zone}/instances/{name}")}
+            return {
+                "networkInterfaces": [nic, *nics[1:]],
+                "instanceId": made_up(answers.vm_instance_id),
+                "name": name,
+                "selfLink": made_up(
+                    f"https://www.googleapis.com/compute/v1/projects/{answers.project}/zones/{zone}/instances/{name}"
+                ),
+            }
         case "tls:index/privateKey:PrivateKey":
             body = made_up(answers.ssh_private_key_body)
             return {
@@ -331,7 +350,8 @@ def recorded_options(request: Any, names: dict[str, str], inherited: dict[str, A
     timeouts = request.customTimeouts if request.HasField("customTimeouts") else None
     if timeouts is not None and (timeouts.create or timeouts.update or timeouts.delete):
         options["customTimeouts"] = {
-            k: v for k, v in (("create", timeouts.create), ("update", timeouts.update), ("delete", timeouts.delete))
+            k: v
+            for k, v in (("create", timeouts.create), ("update", timeouts.update), ("delete", timeouts.delete))
             if v
         }
     if request.HasField("retainOnDelete") and request.retainOnDelete:

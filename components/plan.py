@@ -81,8 +81,9 @@ def _load_yaml(text: str, where: str) -> Any:
         problem = getattr(err, "problem", None) or "invalid YAML"
         if isinstance(err, yaml.constructor.ConstructorError):
             fix = "keep one" if "already defined" in str(problem) else "fix the value"
-            raise PlanInputError(f"{where}: line {mark.line + 1 if mark else '?'}: {problem}, which `pulumi up` "
-                                 f"refuses too; {fix}") from None
+            raise PlanInputError(
+                f"{where}: line {mark.line + 1 if mark else '?'}: {problem}, which `pulumi up` refuses too; {fix}"
+            ) from None
         raise PlanInputError(f"{where}: not valid YAML{at} ({problem}); fix the quoting or indentation") from None
 
 
@@ -107,8 +108,10 @@ def _config_key(text: str, where: str, *, path: bool) -> tuple[str, str]:
         raise PlanInputError(f"{where}: {text!r} names no key; write it as gpushare:key, such as gpushare:platform")
     if not namespace:
         # config.ParseKey (sdk/go/common/resource/config/key.go:45) takes `:name` as namespace '', silently.
-        raise PlanInputError(f"{where}: {text} has an empty namespace: `pulumi up` keeps it under namespace '', "
-                             f"where this program never reads it; write gpushare:{name}")
+        raise PlanInputError(
+            f"{where}: {text} has an empty namespace: `pulumi up` keeps it under namespace '', "
+            f"where this program never reads it; write gpushare:{name}"
+        )
     return namespace, name
 
 
@@ -125,17 +128,20 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
         raise PlanInputError(f"{path.name}: cannot be read as text ({type(err).__name__}); save it as UTF-8") from None
     document = _load_yaml(text, path.name)
     if document is not None and not isinstance(document, dict):
-        raise PlanInputError(f"{path.name}: the file must be a mapping with a config: key, not a "
-                             f"{type(document).__name__}")
+        raise PlanInputError(
+            f"{path.name}: the file must be a mapping with a config: key, not a {type(document).__name__}"
+        )
     for name in document or {}:
         if name not in STACK_FILE_KEYS:
             close = difflib.get_close_matches(str(name), STACK_FILE_KEYS, n=1)
-            raise PlanInputError(f"{path.name}: unknown key {name!r}"
-                                 f"{'; did you mean ' + repr(close[0]) + '?' if close else ''}")
+            raise PlanInputError(
+                f"{path.name}: unknown key {name!r}{'; did you mean ' + repr(close[0]) + '?' if close else ''}"
+            )
     raw_config = (document or {}).get("config") or {}
     if not isinstance(raw_config, dict):
-        raise PlanInputError(f"{path.name}: config: must map keys to values (key: value), not a "
-                             f"{type(raw_config).__name__}")
+        raise PlanInputError(
+            f"{path.name}: config: must map keys to values (key: value), not a {type(raw_config).__name__}"
+        )
     config: dict[str, Any] = {}
     written: dict[str, str] = {}
     for raw_key, raw_value in raw_config.items():
@@ -143,8 +149,10 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
         namespace, name = _config_key(written_key, path.name, path=False)
         full_key = f"{namespace}:{name}"
         if full_key in written:  # a key without namespace is the project's (loaders.go:73-79): one key twice
-            raise PlanInputError(f"{path.name}: {written[full_key]} and {written_key} are one key, {full_key}; "
-                                 "`pulumi up` keeps either: keep one")
+            raise PlanInputError(
+                f"{path.name}: {written[full_key]} and {written_key} are one key, {full_key}; "
+                "`pulumi up` keeps either: keep one"
+            )
         written[full_key] = written_key
         config[full_key] = _program_value(raw_value, full_key)
     for item in overrides:
@@ -311,7 +319,10 @@ def _run_in_fresh_context(
     component_outputs = {names.get(urn, urn): outs for urn, outs in monitor.component_outputs.items()}
     plain_outputs = json.loads(json.dumps(outputs, default=str))
     return Plan(
-        stack, resources, plain_outputs, component_outputs,
+        stack,
+        resources,
+        plain_outputs,
+        component_outputs,
         unknown_outputs=unknown_paths(plain_outputs, invented),
         invented=invented,
         kinds={r.name: _kind(r) for r in monitor.registrations},
@@ -325,12 +336,22 @@ def main(argv: list[str] | None = None) -> int:
     view.add_argument("--json", action="store_true", help="print one deterministic JSON object")
     view.add_argument("--markdown", action="store_true", help="print a Markdown summary for a pull request")
     view.add_argument("--mermaid", action="store_true", help="print the dependency graph as a Mermaid diagram")
-    parser.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value; dotted keys set nested values")
+    parser.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value; dotted keys set nested values",
+    )
     parser.add_argument("--root", type=Path, default=ROOT, help="directory of Pulumi.STACK.yaml and __main__.py")
-    parser.add_argument("--against", type=Path, metavar="PLAN",
-                        help="a golden plan (file, or folder of STACK.json) to compare with: --json then gives each "
-                             "resource's operation against it; --markdown compares with tests/golden/ by default")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="PLAN",
+        help="a golden plan (file, or folder of STACK.json) to compare with: --json then gives each "
+        "resource's operation against it; --markdown compares with tests/golden/ by default",
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from components.contracts.errors import input_error_in

@@ -79,8 +79,10 @@ def cost_note(shape: PoolShape, prices: Prices, *, price_keys: str, stop: str) -
     if total is not None:
         head = f"about ${total:.2f}/hour while it runs ({describe(shape)}, at the prices in {price_keys})"
     else:
-        head = (f"no figure ({describe(shape)}): set {price_keys} to your provider's "
-                f"{provisioning(shape.spot)} prices to see one")
+        head = (
+            f"no figure ({describe(shape)}): set {price_keys} to your provider's "
+            f"{provisioning(shape.spot)} prices to see one"
+        )
     lab = LAB_FIGURES.get((shape.machine_type, shape.gpu_type, shape.spot))
     seen = f"; {lab.text} ({lab.source})" if lab else ""
     return f"{head}{seen}; {stop}"

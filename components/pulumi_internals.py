@@ -48,28 +48,53 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pulumi.runtime.sync_await", "_sync_await", "wait for the program and its outputs without a loop"),
     Internal("pulumi.runtime.mocks", "_sync_await", "serialize each mock answer without pumping the program's loop"),
     Internal("pulumi.runtime.settings", "get_root_resource", "read the stack outputs after the program ran"),
-    Internal("pulumi.runtime.settings", "SETTINGS", "reset the pending-outputs set between plans",
-             attributes=("outputs",)),
-    Internal("pulumi.runtime.mocks", "MockMonitor", "record every registration with its options",
-             attributes=("RegisterResource", "RegisterResourceOutputs")),
+    Internal(
+        "pulumi.runtime.settings", "SETTINGS", "reset the pending-outputs set between plans", attributes=("outputs",)
+    ),
+    Internal(
+        "pulumi.runtime.mocks",
+        "MockMonitor",
+        "record every registration with its options",
+        attributes=("RegisterResource", "RegisterResourceOutputs"),
+    ),
     Internal("pulumi.runtime.settings", "get_monitor", "tell the offline plan's mock engine from a real preview"),
-    Internal("pulumi", "Output", "make an output a real preview shows as unknown",
-             parameters=("resources", "future", "is_known")),
+    Internal(
+        "pulumi",
+        "Output",
+        "make an output a real preview shows as unknown",
+        parameters=("resources", "future", "is_known"),
+    ),
     Internal("pulumi.runtime.config", "CONFIG", "list the config keys the stack sets", attributes=("get",)),
     Internal("pulumi.runtime.config", "get_config_env", "list the config keys the engine passes by environment"),
     Internal("pulumi.runtime.config", "get_config", "read one config value by its full key"),
     Internal("pulumi.runtime.resource", "_get_stack_trace", "skip each resource's Python stack trace offline"),
     Internal("pulumi.output", "reduce", "union an Output.all's resources in place (output.py:662)"),
-    Internal("pulumi.log", "debug", "skip a debug line no logger would print",
-             parameters=("msg", "resource", "stream_id", "ephemeral")),
+    Internal(
+        "pulumi.log",
+        "debug",
+        "skip a debug line no logger would print",
+        parameters=("msg", "resource", "stream_id", "ephemeral"),
+    ),
     Internal("pulumi.runtime.settings", "get_engine", "find the mock engine's logger"),
-    Internal("pulumi.runtime.resource", "create_urn", "compute a URN from plain strings without an output chain",
-             parameters=("name", "type_", "parent", "project", "stack")),
-    Internal("pulumi.runtime.resource_cycle_breaker", "_add_dep", "record a dependency edge in place offline",
-             parameters=("from_resource", "to_resource")),
+    Internal(
+        "pulumi.runtime.resource",
+        "create_urn",
+        "compute a URN from plain strings without an output chain",
+        parameters=("name", "type_", "parent", "project", "stack"),
+    ),
+    Internal(
+        "pulumi.runtime.resource_cycle_breaker",
+        "_add_dep",
+        "record a dependency edge in place offline",
+        parameters=("from_resource", "to_resource"),
+    ),
     Internal("pulumi.runtime.resource_cycle_breaker", "_DEPENDENCIES_PROPERTY", "find the recorded edges"),
-    Internal("pulumi.runtime.resource_cycle_breaker", "_reachable", "check for a cycle without a generator a node",
-             parameters=("from_resource", "to_resource")),
+    Internal(
+        "pulumi.runtime.resource_cycle_breaker",
+        "_reachable",
+        "check for a cycle without a generator a node",
+        parameters=("from_resource", "to_resource"),
+    ),
     Internal("pulumi.runtime.rpc", "UNKNOWN", "recognise an unknown value in recorded inputs"),
     Internal("pulumi.runtime.rpc", "_special_sig_key", "recognise secrets and resource references in inputs"),
     Internal("pulumi.runtime.rpc", "_special_secret_sig", "recognise a secret in recorded inputs"),
@@ -79,16 +104,48 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pulumi_policy.deserialize", "_deserialize_property", "decode assets as pulumi_policy does"),
     Internal("pulumi_policy.policy", "deserialize_properties", "the decoder the secret-keeping one replaces"),
     Internal("pulumi_policy.proxy", "UnknownValueError", "an unknown value read by a rule"),
-    Internal("pulumi_policy", "PolicyResourceOptions", "the options object the CLI hands each rule",
-             parameters=("protect", "ignore_changes", "delete_before_replace", "aliases", "custom_timeouts",
-                         "additional_secret_outputs", "parent")),
-    Internal("pulumi_policy", "PolicyCustomTimeouts", "the timeouts inside those options",
-             parameters=("create_seconds", "update_seconds", "delete_seconds")),
-    Internal("pulumi_policy", "ResourceValidationArgs", "what a resource rule receives",
-             parameters=("resource_type", "props", "urn", "name", "opts", "provider", "config")),
-    Internal("pulumi_policy", "PolicyResource", "one resource of what a stack rule receives",
-             parameters=("resource_type", "props", "urn", "name", "opts", "provider", "parent", "dependencies",
-                         "property_dependencies")),
+    Internal(
+        "pulumi_policy",
+        "PolicyResourceOptions",
+        "the options object the CLI hands each rule",
+        parameters=(
+            "protect",
+            "ignore_changes",
+            "delete_before_replace",
+            "aliases",
+            "custom_timeouts",
+            "additional_secret_outputs",
+            "parent",
+        ),
+    ),
+    Internal(
+        "pulumi_policy",
+        "PolicyCustomTimeouts",
+        "the timeouts inside those options",
+        parameters=("create_seconds", "update_seconds", "delete_seconds"),
+    ),
+    Internal(
+        "pulumi_policy",
+        "ResourceValidationArgs",
+        "what a resource rule receives",
+        parameters=("resource_type", "props", "urn", "name", "opts", "provider", "config"),
+    ),
+    Internal(
+        "pulumi_policy",
+        "PolicyResource",
+        "one resource of what a stack rule receives",
+        parameters=(
+            "resource_type",
+            "props",
+            "urn",
+            "name",
+            "opts",
+            "provider",
+            "parent",
+            "dependencies",
+            "property_dependencies",
+        ),
+    ),
     Internal("pulumi_policy", "StackValidationArgs", "what a stack rule receives", parameters=("resources", "config")),
 )
 
@@ -152,8 +209,9 @@ def _no_stack_trace() -> Any:
     return _named("pulumi.runtime.resource", "_get_stack_trace").__globals__["source_pb2"].StackTrace()
 
 
-def _urn_at_once(name: Any, type_: Any, parent: Any = None, project: str | None = None,
-                 stack: str | None = None) -> Any:
+def _urn_at_once(
+    name: Any, type_: Any, parent: Any = None, project: str | None = None, stack: str | None = None
+) -> Any:
     """create_urn's URN (pulumi/runtime/resource.py:520-556), known at once where every part is a plain string.
 
     Each registration computes it for an engine-less run only (resource.py:1327, unused with a monitor), through
@@ -169,8 +227,9 @@ def _urn_at_once(name: Any, type_: Any, parent: Any = None, project: str | None 
     return _named("pulumi", "Output").from_input(prefix + type_ + "::" + name)
 
 
-def _debug_if_heard(msg: str, resource: Any = None, stream_id: int | None = None,
-                    ephemeral: bool | None = None) -> None:
+def _debug_if_heard(
+    msg: str, resource: Any = None, stream_id: int | None = None, ephemeral: bool | None = None
+) -> None:
     """pulumi.log.debug, skipped where the mock engine's logger drops DEBUG (MockEngine.Log, runtime/mocks.py:398):
     four lines a resource, each a LogRequest built for nothing, a task too where it names a resource."""
     logger = getattr(_named("pulumi.runtime.settings", "get_engine")(), "logger", None)
@@ -182,6 +241,7 @@ def _debug_if_heard(msg: str, resource: Any = None, stream_id: int | None = None
 @functools.cache
 def _resource_union() -> Any:
     """The code of Output.all's `lambda acc, d: acc | d.resources` (pulumi/output.py:662-664)."""
+
     def named(code: Any, name: str) -> list[Any]:
         return [c for c in code.co_consts if getattr(c, "co_name", "") == name]
 

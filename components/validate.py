@@ -43,8 +43,9 @@ _GCE_IMAGE = re.compile(r"^(?:[a-z][-a-z0-9]*[a-z0-9]/)?[a-z]([-a-z0-9]*[a-z0-9]
 
 SHOWN_CHARACTERS = 60
 """A quoted value longer than this is cut: a one-line refusal stays one readable line."""
-_CREDENTIAL = re.compile(r"-----BEGIN|token|passw|secret|client-(key|certificate)|bearer|apiVersion|clusters:",
-                         re.IGNORECASE)
+_CREDENTIAL = re.compile(
+    r"-----BEGIN|token|passw|secret|client-(key|certificate)|bearer|apiVersion|clusters:", re.IGNORECASE
+)
 """What a kubeconfig, a key or a password holds: a value that shows any of it is never quoted back."""
 
 
@@ -60,22 +61,26 @@ def quoted(value: object) -> str:
     text = repr(value) if isinstance(value, str) else str(value)
     if len(text) <= SHOWN_CHARACTERS:
         return text
-    return f"{text[:SHOWN_CHARACTERS - 4]}…{text[-1] if text[0] == text[-1] else ''}"
+    return f"{text[: SHOWN_CHARACTERS - 4]}…{text[-1] if text[0] == text[-1] else ''}"
 
 
 def dns_label(value: str, what: str = "name") -> str:
     """A DNS-1123 label: namespaces, most object names; lower case, digits and '-', at most 63."""
     if len(value) > 63 or not _DNS_LABEL.match(value):
-        raise ValueError(f"{quoted(value)} is not a valid {what}: use 1–63 lower-case letters, digits and '-', "
-                         "starting and ending with a letter or digit")
+        raise ValueError(
+            f"{quoted(value)} is not a valid {what}: use 1–63 lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
     return value
 
 
 def dns_subdomain(value: str, what: str = "name") -> str:
     """A DNS-1123 subdomain: node names, RuntimeClass and PriorityClass names; dots allowed, at most 253."""
     if len(value) > 253 or not DNS_SUBDOMAIN.match(value):
-        raise ValueError(f"{quoted(value)} is not a valid {what}: use lower-case letters, digits, '-' and '.', "
-                         "each part starting and ending with a letter or digit, at most 253 characters")
+        raise ValueError(
+            f"{quoted(value)} is not a valid {what}: use lower-case letters, digits, '-' and '.', "
+            "each part starting and ending with a letter or digit, at most 253 characters"
+        )
     return value
 
 
@@ -85,16 +90,20 @@ def label_key(key: str) -> str:
     if prefix:
         dns_subdomain(prefix, "label key prefix")
     if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
-        raise ValueError(f"{quoted(key)} is not a valid label key: a name of 1–63 letters, digits, '-', '_' or '.', "
-                         "optionally after a prefix such as example.com/")
+        raise ValueError(
+            f"{quoted(key)} is not a valid label key: a name of 1–63 letters, digits, '-', '_' or '.', "
+            "optionally after a prefix such as example.com/"
+        )
     return key
 
 
 def label_value(value: str) -> str:
     """A label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending alphanumeric."""
     if len(value) > 63 or not _LABEL_VALUE.match(value):
-        raise ValueError(f"{quoted(value)} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
-                         "starting and ending with a letter or digit")
+        raise ValueError(
+            f"{quoted(value)} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
     return value
 
 
@@ -108,8 +117,10 @@ def labels(values: dict[str, str]) -> dict[str, str]:
 def gce_name(value: str, what: str = "name", limit: int = 63) -> str:
     """A GCE resource name (RFC 1035): a lower-case letter first, then letters, digits and '-'."""
     if len(value) > limit or not _GCE_NAME.match(value):
-        raise ValueError(f"{quoted(value)} is not a valid {what}: 1–{limit} lower-case letters, digits and '-', "
-                         "starting with a letter and not ending with '-'")
+        raise ValueError(
+            f"{quoted(value)} is not a valid {what}: 1–{limit} lower-case letters, digits and '-', "
+            "starting with a letter and not ending with '-'"
+        )
     return value
 
 
@@ -131,36 +142,43 @@ def gce_machine_type(value: str) -> str:
 def gce_image(value: str) -> str:
     """`project/family` or an image name, as `gcloud compute images list` shows them."""
     if not _GCE_IMAGE.match(value):
-        raise ValueError(f"{quoted(value)} is not an image; give project/family such as "
-                         "ubuntu-os-cloud/ubuntu-2204-lts")
+        raise ValueError(
+            f"{quoted(value)} is not an image; give project/family such as ubuntu-os-cloud/ubuntu-2204-lts"
+        )
     return value
 
 
 def accelerator(value: str) -> str:
     """A GPU model key: GCE accelerator names are lower case with '-' (nvidia-tesla-t4)."""
     if not _DNS_LABEL.match(value):
-        raise ValueError(f"{quoted(value)} is not a GPU type; give an accelerator name such as nvidia-tesla-t4 "
-                         "(lower case, digits and '-')")
+        raise ValueError(
+            f"{quoted(value)} is not a GPU type; give an accelerator name such as nvidia-tesla-t4 "
+            "(lower case, digits and '-')"
+        )
     return value
 
 
 def image_reference(value: str) -> str:
     """An image reference: [registry[:port]/]path[:tag][@sha256:digest], path in lower case."""
     if len(value) > 255 or not _IMAGE.match(value):
-        raise ValueError(f"{quoted(value)} is not an image reference; give one such as "
-                         "registry.example.com/team/app:1.0 "
-                         "(no spaces, no scheme, lower-case path)")
+        raise ValueError(
+            f"{quoted(value)} is not an image reference; give one such as "
+            "registry.example.com/team/app:1.0 "
+            "(no spaces, no scheme, lower-case path)"
+        )
     return value
 
 
 def registry(value: str) -> str:
     """A registry mirror: host[:port] and an optional path, no scheme and no tag."""
     if "://" in value:
-        raise ValueError(f"{quoted(value)} has a scheme; give the host and path only, such as "
-                         "harbor.example.com/mirror")
+        raise ValueError(
+            f"{quoted(value)} has a scheme; give the host and path only, such as harbor.example.com/mirror"
+        )
     if not _REGISTRY.match(value.rstrip("/")):
-        raise ValueError(f"{quoted(value)} is not a registry; give host[:port][/path] such as "
-                         "harbor.example.com/mirror")
+        raise ValueError(
+            f"{quoted(value)} is not a registry; give host[:port][/path] such as harbor.example.com/mirror"
+        )
     problem = registry_port_problem(value.split("/")[0])
     if problem:
         raise ValueError(problem)
@@ -181,30 +199,38 @@ def chart_repository(value: str) -> str:
 
     example = "oci://harbor.example.com/charts"
     if any(c.isspace() for c in value) or not value.startswith(("oci://", "https://", "http://")):
-        raise ValueError(f"{quoted(value)} is neither oci://host/path nor an https:// Helm repository; write it as "
-                         f"{example}")
+        raise ValueError(
+            f"{quoted(value)} is neither oci://host/path nor an https:// Helm repository; write it as {example}"
+        )
     try:
         url = urlsplit(value)
         port = url.port
     except ValueError:
-        raise ValueError(f"{quoted(value)} has a port outside 1-65535 or a malformed host; write it as "
-                         f"{example}") from None
+        raise ValueError(
+            f"{quoted(value)} has a port outside 1-65535 or a malformed host; write it as {example}"
+        ) from None
     if url.username is not None or url.password is not None:
-        raise ValueError("carries credentials in the URL, which would sit in plain config and in Helm's release "
-                         "history; drop them and log in first (`helm registry login <host>` for oci://, "
-                         "`helm repo add --username` for https://)")
+        raise ValueError(
+            "carries credentials in the URL, which would sit in plain config and in Helm's release "
+            "history; drop them and log in first (`helm registry login <host>` for oci://, "
+            "`helm repo add --username` for https://)"
+        )
     if not url.hostname or host_problem(url.hostname):
         raise ValueError(f"{quoted(value)} names no registry host; write it as {example}")
     if port == 0:
         raise ValueError(f"{quoted(value)} has port 0; give a port from 1 to 65535 or none")
     if url.scheme == "oci" and (":" in url.path or "@" in url.path):
-        raise ValueError(f"{quoted(value)} carries a tag or digest; the version is the pinned one: write the "
-                         f"repository alone, such as {example}")
+        raise ValueError(
+            f"{quoted(value)} carries a tag or digest; the version is the pinned one: write the "
+            f"repository alone, such as {example}"
+        )
     path = url.path.strip("/")
     if url.scheme == "oci" and path and not _OCI_REPOSITORY.match(path):
         # Helm resolves oci:// through oras-go, whose registry/reference.go repositoryRegexp takes lower case only.
-        raise ValueError(f"{quoted(value)}: an OCI repository path is lower-case letters, digits and '.', '_' or "
-                         f"'-' between them; write it as {example}")
+        raise ValueError(
+            f"{quoted(value)}: an OCI repository path is lower-case letters, digits and '.', '_' or "
+            f"'-' between them; write it as {example}"
+        )
     if url.query or url.fragment:
         raise ValueError(f"{quoted(value)} has a query or fragment; write the repository alone, such as {example}")
     return value
@@ -237,8 +263,9 @@ def host_problem(host: str) -> str | None:
 
 def linux_user(value: str) -> str:
     if not _LINUX_USER.match(value):
-        raise ValueError(f"{quoted(value)} is not a login name; use lower-case letters, digits, '_' or '-' (at "
-                         "most 32)")
+        raise ValueError(
+            f"{quoted(value)} is not a login name; use lower-case letters, digits, '_' or '-' (at most 32)"
+        )
     return value
 
 
@@ -261,13 +288,19 @@ def ssh_host_key(value: str) -> str:
     well_formed = len(fields) >= 2 and fields[0] in SSH_KEY_TYPES
     problem = ssh_key_problem(fields[0], fields[1]) if well_formed else ""
     if not well_formed or problem:
-        raise ValueError(f"not an SSH host key{' (' + problem + ')' if problem else ''}; give one line of "
-                         "`ssh-keyscan -t ed25519 <address>`, such as 'ssh-ed25519 AAAAC3Nza…'")
+        raise ValueError(
+            f"not an SSH host key{' (' + problem + ')' if problem else ''}; give one line of "
+            "`ssh-keyscan -t ed25519 <address>`, such as 'ssh-ed25519 AAAAC3Nza…'"
+        )
     return f"{fields[0]} {fields[1]}"
 
 
-_SSH_KEY_LENGTH = {"ssh-ed25519": (32,), "ecdsa-sha2-nistp256": (65,), "ecdsa-sha2-nistp384": (97,),
-                   "ecdsa-sha2-nistp521": (133,)}
+_SSH_KEY_LENGTH = {
+    "ssh-ed25519": (32,),
+    "ecdsa-sha2-nistp256": (65,),
+    "ecdsa-sha2-nistp384": (97,),
+    "ecdsa-sha2-nistp521": (133,),
+}
 """Bytes of the last field of each key type's blob: an Ed25519 point, an uncompressed EC point (RFC 5656 §3.1)."""
 
 
@@ -282,8 +315,8 @@ def ssh_key_problem(kind: str, text: str) -> str:
         if len(blob) < 4 or len(blob) < 4 + int.from_bytes(blob[:4], "big"):
             return "the key is cut short"
         size = int.from_bytes(blob[:4], "big")
-        parts.append(blob[4:4 + size])
-        blob = blob[4 + size:]
+        parts.append(blob[4 : 4 + size])
+        blob = blob[4 + size :]
     if not parts or parts[0] != kind.encode():
         return f"the key inside is not {kind}"
     if kind == "ssh-rsa":
@@ -323,8 +356,9 @@ def k3s_version(value: str) -> str:
 
 def kubernetes_version(value: str) -> str:
     if not _KUBERNETES_VERSION.match(value):
-        raise ValueError(f"{quoted(value)} is not a Kubernetes server version; give what `kubectl version` prints, "
-                         "such as v1.35.6")
+        raise ValueError(
+            f"{quoted(value)} is not a Kubernetes server version; give what `kubectl version` prints, such as v1.35.6"
+        )
     return value
 
 
@@ -337,13 +371,17 @@ zone offers a newer one; which older ones a zone offers is looked up at `up` (gc
 def gke_version(value: str) -> str:
     """`1.35.` (the newest 1.35 patch the zone offers) or a full GKE version (`1.35.6-gke.1250000`)."""
     if not _GKE_VERSION.match(value):
-        raise ValueError(f"{quoted(value)} is not a GKE version; give a prefix such as 1.35. or a full version such as "
-                         "1.35.6-gke.1250000 (`gcloud container get-server-config`)")
+        raise ValueError(
+            f"{quoted(value)} is not a GKE version; give a prefix such as 1.35. or a full version such as "
+            "1.35.6-gke.1250000 (`gcloud container get-server-config`)"
+        )
     major, minor = (int(part) for part in value.split(".")[:2])
     if (major, minor) > NEWEST_KUBERNETES_MINOR:
         newest = ".".join(map(str, NEWEST_KUBERNETES_MINOR))
-        raise ValueError(f"{quoted(value)} is newer than any Kubernetes release (the newest is {newest}), so no "
-                         f"zone offers it; give {newest}. or older (`gcloud container get-server-config --zone ZONE`)")
+        raise ValueError(
+            f"{quoted(value)} is newer than any Kubernetes release (the newest is {newest}), so no "
+            f"zone offers it; give {newest}. or older (`gcloud container get-server-config --zone ZONE`)"
+        )
     return value
 
 
@@ -364,12 +402,15 @@ def kubelet_label_problem(label: str) -> str | None:
     ValidateKubeletFlags: a kubernetes.io or k8s.io label must be in well_known_labels.go's allowed set)."""
     namespace = label.split("/", 1)[0] if "/" in label else ""
     reserved = any(namespace == n or namespace.endswith(f".{n}") for n in ("kubernetes.io", "k8s.io"))
-    allowed = label in _KUBELET_LABELS or any(namespace == n or namespace.endswith(f".{n}")
-                                              for n in _KUBELET_LABEL_NAMESPACES)
+    allowed = label in _KUBELET_LABELS or any(
+        namespace == n or namespace.endswith(f".{n}") for n in _KUBELET_LABEL_NAMESPACES
+    )
     if not reserved or allowed:
         return None
-    return (f"{quoted(label)} is in the kubernetes.io/k8s.io namespace, which the kubelet refuses in --node-labels "
-            "(it then does not start); use a label of your own, such as gpushare.io/gpu")
+    return (
+        f"{quoted(label)} is in the kubernetes.io/k8s.io namespace, which the kubelet refuses in --node-labels "
+        "(it then does not start); use a label of your own, such as gpushare.io/gpu"
+    )
 
 
 def port(value: int) -> int:
@@ -403,8 +444,9 @@ def covers_whole_internet(ranges: Iterable[str]) -> bool:
     return False
 
 
-DOCUMENTATION_RANGES = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",
-                                                               "2001:db8::/32"))
+DOCUMENTATION_RANGES = tuple(
+    ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+)
 """RFC 5737 / RFC 3849 ranges: reserved for examples, never anyone's real address."""
 OWN_ADDRESS_HINT = "find yours with `curl -s https://ifconfig.me` (or `gcloud compute instances list` for a VM)"
 

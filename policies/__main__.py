@@ -16,8 +16,9 @@ from policies.secret_markers import keep_secret_markers  # noqa: E402
 
 markers = keep_secret_markers()
 if not markers:
-    print("gpushare policies: this pulumi_policy hides secrets; kubeconfig-output-is-secret will not apply",
-          file=sys.stderr)
+    print(
+        "gpushare policies: this pulumi_policy hides secrets; kubeconfig-output-is-secret will not apply",
+        file=sys.stderr,
+    )
 
-PolicyPack(name=PACK_NAME, enforcement_level=EnforcementLevel.ADVISORY,
-           policies=build_policies(secret_markers=markers))
+PolicyPack(name=PACK_NAME, enforcement_level=EnforcementLevel.ADVISORY, policies=build_policies(secret_markers=markers))

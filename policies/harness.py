@@ -60,9 +60,14 @@ def _properties(policy: Policy, config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in setting.items() if k != "enforcementLevel"}
 
 
-def run_pack(resources: Sequence[Mapping[str, Any]], outputs: Mapping[str, Any],
-             config: Mapping[str, Any] | None = None, *, stack: str = "stack",
-             policies: Sequence[Policy] | None = None) -> list[Diagnostic]:
+def run_pack(
+    resources: Sequence[Mapping[str, Any]],
+    outputs: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    *,
+    stack: str = "stack",
+    policies: Sequence[Policy] | None = None,
+) -> list[Diagnostic]:
     """Diagnostics of the pack on resources shaped like the plan's (`type`, `name`, `inputs`) and stack outputs."""
     config = config or {}
     policies = list(policies) if policies is not None else build_policies()
@@ -75,8 +80,14 @@ def run_pack(resources: Sequence[Mapping[str, Any]], outputs: Mapping[str, Any],
         if level == EnforcementLevel.DISABLED:
             continue
 
-        def report(message: str, urn: str | None = None, *, _p: Policy = policy,
-                   _l: EnforcementLevel = level, _default: str = "") -> None:
+        def report(
+            message: str,
+            urn: str | None = None,
+            *,
+            _p: Policy = policy,
+            _l: EnforcementLevel = level,
+            _default: str = "",
+        ) -> None:
             found.append(Diagnostic(_p.name, _l.value, message, urn or _default))
 
         if isinstance(policy, ResourceValidationPolicy):
@@ -98,8 +109,9 @@ def stack_config(stack: str) -> dict[str, Any]:
 
 def run_plan(plan: Any, config: Mapping[str, Any] | None = None) -> list[Diagnostic]:
     """The pack on a `components.plan.Plan`; config defaults to the stack's file under policies/config/."""
-    return run_pack(plan.resources, plan.outputs, stack_config(plan.stack) if config is None else config,
-                    stack=plan.stack)
+    return run_pack(
+        plan.resources, plan.outputs, stack_config(plan.stack) if config is None else config, stack=plan.stack
+    )
 
 
 def mandatory(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
@@ -124,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     diagnostics = run_plan(plan, config)
     for d in diagnostics:
         print(d)
-    print(f"{plan.count_text()}: {len(mandatory(diagnostics))} mandatory, "
-          f"{len(diagnostics) - len(mandatory(diagnostics))} advisory")
+    print(
+        f"{plan.count_text()}: {len(mandatory(diagnostics))} mandatory, "
+        f"{len(diagnostics) - len(mandatory(diagnostics))} advisory"
+    )
     return 1 if mandatory(diagnostics) else 0
 
 

@@ -9,8 +9,14 @@ from policies.rule import Rule
 
 PACK_NAME = "gpushare"
 RULES: list[Rule] = [
-    *kai.RULES, *isolator.RULES, *hami.RULES, *gpu_operator.RULES,
-    *helm.RULES, *network.RULES, *workloads.RULES, *stack.RULES,
+    *kai.RULES,
+    *isolator.RULES,
+    *hami.RULES,
+    *gpu_operator.RULES,
+    *helm.RULES,
+    *network.RULES,
+    *workloads.RULES,
+    *stack.RULES,
 ]
 
 

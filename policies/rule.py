@@ -87,8 +87,9 @@ class Rule:
                 for message in check(args.resource_type, props, dict(args.get_config())):
                     report(message, None)
 
-            return ResourceValidationPolicy(self.name, self.description, validate_resource, self.enforcement,
-                                            config_schema=schema)
+            return ResourceValidationPolicy(
+                self.name, self.description, validate_resource, self.enforcement, config_schema=schema
+            )
         stack_check = self.stack_check
         assert stack_check is not None
         needs_markers = self.needs_secret_markers
@@ -96,10 +97,13 @@ class Rule:
         def validate_stack(args: StackValidationArgs, report: ReportViolation) -> None:
             if needs_markers and not secret_markers:
                 args.not_applicable("this pulumi_policy hides which values are secret")
-            resources = [Res(r.resource_type, r.name, plain(r.props, mark_secrets=r.resource_type == STACK), r.urn)
-                         for r in args.resources]
+            resources = [
+                Res(r.resource_type, r.name, plain(r.props, mark_secrets=r.resource_type == STACK), r.urn)
+                for r in args.resources
+            ]
             for finding in stack_check(resources, dict(args.get_config())):
                 report(finding.message, finding.urn or None)
 
-        return StackValidationPolicy(self.name, self.description, validate_stack, self.enforcement,
-                                     config_schema=schema)
+        return StackValidationPolicy(
+            self.name, self.description, validate_stack, self.enforcement, config_schema=schema
+        )

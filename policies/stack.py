@@ -18,8 +18,9 @@ def looks_like_kubeconfig(name: str, value: Any) -> bool:
     return isinstance(value, str) and "clusters" in value and "users" in value and "server" in value
 
 
-def check_kubeconfig_output_is_secret(resources: Sequence[Res],
-                                      config: Mapping[str, Any] | None = None) -> list[Finding]:
+def check_kubeconfig_output_is_secret(
+    resources: Sequence[Res], config: Mapping[str, Any] | None = None
+) -> list[Finding]:
     """Every kubeconfig among the stack outputs must be a secret (shown as "[secret]")."""
     findings = []
     for r in resources:
@@ -28,15 +29,24 @@ def check_kubeconfig_output_is_secret(resources: Sequence[Res],
         for name, value in r.props.items():
             if value in (SECRET, UNKNOWN, None, "") or not looks_like_kubeconfig(name, value):
                 continue
-            findings.append(Finding(
-                f"stack output {name!r} holds a kubeconfig in plaintext: anyone who can read the stack's state "
-                "or `pulumi stack output` gets cluster credentials; export it with pulumi.Output.secret(...)",
-                r.urn))
+            findings.append(
+                Finding(
+                    f"stack output {name!r} holds a kubeconfig in plaintext: anyone who can read the stack's state "
+                    "or `pulumi stack output` gets cluster credentials; export it with pulumi.Output.secret(...)",
+                    r.urn,
+                )
+            )
     return findings
 
 
 RULES = [
-    Rule("kubeconfig-output-is-secret", "A kubeconfig in the stack outputs must be a secret.",
-         "mandatory", "lab 7, lab 12", "cluster credentials in plaintext in the stack state and outputs",
-         stack_check=check_kubeconfig_output_is_secret, needs_secret_markers=True),
+    Rule(
+        "kubeconfig-output-is-secret",
+        "A kubeconfig in the stack outputs must be a secret.",
+        "mandatory",
+        "lab 7, lab 12",
+        "cluster credentials in plaintext in the stack state and outputs",
+        stack_check=check_kubeconfig_output_is_secret,
+        needs_secret_markers=True,
+    ),
 ]

@@ -121,8 +121,9 @@ def test_mirrored_stack_pulls_every_chart_image_from_a_mirror_per_values_yaml(pl
         chart_defaults = _published(table)
         for image in table.images:
             if image.subchart:  # the subchart's defaults come from the table, the rest from the pinned file
-                chart_defaults = deep_merge(default_values(ChartImages(table.chart, table.version, (image,))),
-                                            chart_defaults)
+                chart_defaults = deep_merge(
+                    default_values(ChartImages(table.chart, table.version, (image,))), chart_defaults
+                )
         merged = deep_merge(chart_defaults, inputs["values"])
         for image in table.images:  # those the stack never runs included: a switch flipped later must not leak
             ref = reference(image, merged, _server_version(stack))
@@ -164,8 +165,14 @@ def test_images_output_lists_every_image_of_the_stack_once_sorted(plan_stack, st
 # workloads are read from it; operands an operator creates at run time are derived from the custom resource the
 # chart rendered, by the operator's own rule (cited beside each).
 
-RENDERED_RELEASES = [("gke", "kai-scheduler"), ("gke", "kai-resource-isolator"), ("gke", "kyverno"), ("k3s", "hami"),
-                     ("cluster", "hami"), ("cluster", "gpu-operator")]
+RENDERED_RELEASES = [
+    ("gke", "kai-scheduler"),
+    ("gke", "kai-resource-isolator"),
+    ("gke", "kyverno"),
+    ("k3s", "hami"),
+    ("cluster", "hami"),
+    ("cluster", "gpu-operator"),
+]
 ABSENT_FROM_RENDER = {"kai-resource-isolator": {"certgen"}}
 """Roles whose templates the rendered copy lacks (its README: the isolator chart's certificate Jobs)."""
 
@@ -207,10 +214,14 @@ def _cluster_policy_operands(spec: dict[str, Any]) -> set[str]:
     sandbox, mode = on("sandboxWorkloads"), spec["sandboxWorkloads"].get("mode")
     states: dict[tuple[str, ...], bool] = {
         ("validator",): True,
-        ("driver",): on("driver"), ("driver", "manager"): on("driver"),
-        ("gds",): on("driver") and on("gds"), ("gdrcopy",): on("driver") and on("gdrcopy"),
-        **{(key,): on(key) for key in ("toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
-                                       "nodeStatusExporter")},
+        ("driver",): on("driver"),
+        ("driver", "manager"): on("driver"),
+        ("gds",): on("driver") and on("gds"),
+        ("gdrcopy",): on("driver") and on("gdrcopy"),
+        **{
+            (key,): on(key)
+            for key in ("toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter")
+        },
         ("vgpuDeviceManager",): sandbox and on("vgpuDeviceManager"),
         ("vfioManager",): sandbox and on("vfioManager"),
         ("vfioManager", "driverManager"): sandbox and on("vfioManager"),
@@ -230,10 +241,14 @@ def _cluster_policy_operands(spec: dict[str, Any]) -> set[str]:
 def _kai_operands(docs: list[dict[str, Any]]) -> set[str]:
     """The KAI operator's operands for the rendered Config: each section's service when enabled (unset: on), the NUMA
     exporter unset only when a shard enables the numa plugin (numa_placement_exporter.go:59-81)."""
-    (config,) = [yaml.safe_load(doc["data"]["kai-config.yaml"]) for doc in docs
-                 if doc.get("kind") == "ConfigMap" and "kai-config.yaml" in doc.get("data", {})]
-    numa_shard = any(get(doc, ("spec", "plugins", "numa", "enabled")) is True
-                     for doc in docs if doc.get("kind") == "SchedulingShard")
+    (config,) = [
+        yaml.safe_load(doc["data"]["kai-config.yaml"])
+        for doc in docs
+        if doc.get("kind") == "ConfigMap" and "kai-config.yaml" in doc.get("data", {})
+    ]
+    numa_shard = any(
+        get(doc, ("spec", "plugins", "numa", "enabled")) is True for doc in docs if doc.get("kind") == "SchedulingShard"
+    )
     operands = set()
     for name, section in config["spec"].items():
         service = section.get("service") if isinstance(section, dict) else None
@@ -241,8 +256,11 @@ def _kai_operands(docs: list[dict[str, Any]]) -> set[str]:
             continue
         enabled = service.get("enabled", numa_shard if name == "numaPlacementExporter" else True)
         if enabled:
-            operands |= {f"{n['repository']}/{n['name']}:{n['tag']}" for n in _walk(section)
-                         if {"name", "repository", "tag"} <= n.keys()}
+            operands |= {
+                f"{n['repository']}/{n['name']}:{n['tag']}"
+                for n in _walk(section)
+                if {"name", "repository", "tag"} <= n.keys()
+            }
     return operands
 
 
@@ -257,16 +275,20 @@ def _truth(docs: list[dict[str, Any]], chart: str) -> set[str]:
 
 
 @pytest.mark.parametrize(("stack", "chart"), RENDERED_RELEASES, ids=[f"{s}-{c}" for s, c in RENDERED_RELEASES])
-def test_images_lists_exactly_what_the_rendered_release_makes_a_cluster_pull(plan_stack, rendered_dir, stack,
-                                                                             chart) -> None:
+def test_images_lists_exactly_what_the_rendered_release_makes_a_cluster_pull(
+    plan_stack, rendered_dir, stack, chart
+) -> None:
     plan = plan_stack(stack)
     (release,) = [r for r in plan.find(RELEASE) if r["inputs"]["chart"].rsplit("/", 1)[-1] == chart]
     table = chart_images(chart, release["inputs"]["version"])
     assert table is not None
     listed = set(pulled(table, release["inputs"]["values"], _server_version(stack)))
     merged = deep_merge(default_values(table), release["inputs"]["values"])
-    absent = {reference(i, merged, _server_version(stack)) for i in table.images
-              if i.role in ABSENT_FROM_RENDER.get(chart, set())}
+    absent = {
+        reference(i, merged, _server_version(stack))
+        for i in table.images
+        if i.role in ABSENT_FROM_RENDER.get(chart, set())
+    }
     truth = _truth(_rendered(rendered_dir, stack, chart), chart)
     assert listed - absent == truth - absent, (sorted(listed - truth), sorted(truth - listed))
     assert listed <= set(plan.outputs["images"])

@@ -66,6 +66,10 @@ def test_missing_paths_finds_a_typo_and_accepts_open_maps() -> None:
 
 
 def test_schema_validation_rejects_a_wrong_field() -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-           "spec": {"containers": [{"name": "c", "image": "i", "resourcez": {}}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resourcez": {}}]},
+    }
     assert validate(pod) is not None

@@ -47,7 +47,7 @@ def test_cluster_kubeconfig_secret_value_never_reaches_outputs_or_inputs_in_clea
     plan = plan_stack("cluster", *SECRET_KUBECONFIG)
     assert plan.one(PROVIDER, "cluster-provider")["inputs"]["kubeconfig"] == "[secret]"
     text = plan.to_json()
-    assert "mock-token" not in text and "kubeconfig\": \"apiVersion" not in text
+    assert "mock-token" not in text and 'kubeconfig": "apiVersion' not in text
     assert not any("kubeconfig" in name.lower() for name in plan.outputs)
 
 

@@ -42,7 +42,7 @@ def curve(kind: str) -> dict[int, list[float]]:
 def by_hand() -> dict[int, float]:
     """The same shape measured by hand earlier the same day, as the curve's README gives it (`10 → 0.12, …`)."""
     text = (CURVE / "README.md").read_text().replace("\n", " ")
-    quoted = text[text.index("6,000 FMAs a thread:"):text.index("two at 30")]
+    quoted = text[text.index("6,000 FMAs a thread:") : text.index("two at 30")]
     return {int(a): float(b) for a, b in re.findall(r"(\d+) → (0\.\d+)", quoted)}
 
 
@@ -106,8 +106,11 @@ def test_every_pod_computing_alone_in_the_committed_host_proofs_sits_inside_the_
 
 
 def test_no_limit_beside_another_gets_no_more_than_two_bare_processes_got_on_the_h200() -> None:
-    bare = [out["compute"]["share"]["short_many"] for out in
-            json.loads((HOST / "cluster-bare" / "evidence.json").read_text()).values() if isinstance(out, dict)]
+    bare = [
+        out["compute"]["share"]["short_many"]
+        for out in json.loads((HOST / "cluster-bare" / "evidence.json").read_text()).values()
+        if isinstance(out, dict)
+    ]
     never_binding = curve("pair")[60]  # two at 60 % get what two without a limit would: the card, shared
     assert UNLIMITED_POINTS["pair"] / 100 <= min(bare + never_binding) and bare == [0.402, 0.402]
 
@@ -115,8 +118,10 @@ def test_no_limit_beside_another_gets_no_more_than_two_bare_processes_got_on_the
 def test_a_cluster_judges_one_pod_alone_and_a_host_proof_two_at_once() -> None:
     plan = json.loads((ROOT / "tests" / "golden" / "cluster.json").read_text())
     planned = {c["id"]: c for c in plan["outputs"]["verification"]["checks"]}
-    assert "0.30 + 0.12 of the unlimited baseline (the limiter's overshoot on the H200, one Pod computing alone)" in (
-        planned["compute-limited"]["expected"])
+    assert (
+        "0.30 + 0.12 of the unlimited baseline (the limiter's overshoot on the H200, one Pod computing alone)"
+        in (planned["compute-limited"]["expected"])
+    )
     assert band_mode(run("cluster-hami-core")[0]) == "pair"
 
 
@@ -172,7 +177,8 @@ def test_two_pods_at_040_each_cannot_show_the_limit_and_the_one_at_029_is_still_
     assert found["passed"] is False and found["observed"].startswith(
         "not judgeable: with two Pods computing at once, a process with no limit gets 0.40 of the unlimited baseline"
         " on the H200, within 0.40 + the limiter's 0.08 overshoot: the limit cannot be shown at coresPercent 40"
-        " (at most 31)")
+        " (at most 31)"
+    )
     assert [f["pod"] for f in under(expect, evidence)] == list(expect.pods)  # 0.291 and 0.289 of a 0.40 ask
 
 
@@ -189,6 +195,7 @@ def _bare_at(cores: int, mode: str) -> tuple[Any, dict[str, Any]]:
     pods = expect.pods if mode == "pair" else expect.pods[:1]
     expect = dataclasses.replace(expect, cores_percent=cores, compute_pods=tuple(pods))
     for pod in pods:
+
         def edit(r: dict[str, Any]) -> None:
             r["env"]["CUDA_DEVICE_SM_LIMIT"] = str(cores)
             if mode == "alone":

@@ -205,8 +205,9 @@ def test_existing_host_without_a_host_section_is_refused() -> None:
 
 
 def test_the_vm_section_left_on_an_existing_host_is_refused() -> None:
-    err = refusal("k3s", "gpushare:platform=existing-host", "gpushare:host.address=192.0.2.50",
-                  "gpushare:host.privateKey=key")
+    err = refusal(
+        "k3s", "gpushare:platform=existing-host", "gpushare:host.address=192.0.2.50", "gpushare:host.privateKey=key"
+    )
     assert err.key == "gpushare:vm"
     assert "belongs to platform k3s-vm, not existing-host" in str(err)
 
@@ -247,10 +248,12 @@ def test_a_section_of_another_platform_is_refused_not_used() -> None:
 
 @pytest.mark.parametrize(
     ("stack", "old", "new"),
-    [("gke", "gpushare:gke.gpuType=nvidia-l4", "gpushare:gpu.type"),
-     ("gke", "gpushare:gke.gpuCount=2", "gpushare:gpu.perNode"),
-     ("k3s", "gpushare:vm.gpuMemoryMiB=4000", "gpushare:gpu.memoryMiB"),
-     ("cluster", "gpushare:cluster.gpusPerNode=2", "gpushare:gpu.perNode")],
+    [
+        ("gke", "gpushare:gke.gpuType=nvidia-l4", "gpushare:gpu.type"),
+        ("gke", "gpushare:gke.gpuCount=2", "gpushare:gpu.perNode"),
+        ("k3s", "gpushare:vm.gpuMemoryMiB=4000", "gpushare:gpu.memoryMiB"),
+        ("cluster", "gpushare:cluster.gpusPerNode=2", "gpushare:gpu.perNode"),
+    ],
 )
 def test_a_gpu_key_that_moved_is_refused_with_its_new_name(stack: str, old: str, new: str) -> None:
     err = refusal(stack, old)
@@ -266,8 +269,9 @@ def test_the_proof_sizes_itself_from_its_own_platforms_card_only() -> None:
 
 def test_secret_values_never_appear_in_an_error() -> None:
     raw = stack_raw("cluster", "gpushare:cluster.kubeconfig=TOPSECRET-TOKEN", "gpushare:cluster.context=42x")
-    raw["gpushare:cluster"] = json.dumps({**json.loads(raw["gpushare:cluster"]), "kubeconfigPath": None,
-                                          "gpuNodes": []})
+    raw["gpushare:cluster"] = json.dumps(
+        {**json.loads(raw["gpushare:cluster"]), "kubeconfigPath": None, "gpuNodes": []}
+    )
     with pytest.raises(ConfigError) as caught:
         parse(raw)
     assert "TOPSECRET" not in str(caught.value)
@@ -280,8 +284,12 @@ def test_a_compute_share_under_kai_is_refused() -> None:
 
 
 def test_the_fault_reported_does_not_depend_on_the_order_keys_arrive_in() -> None:
-    faults = {"gpushare:platform": "gke", "gpushare:verify": '{"sliceMiB": 0}', "gpushare:gke": '{"nodeCount": 0}',
-              "gpushare:kai": '{"queue": "Q"}'}
+    faults = {
+        "gpushare:platform": "gke",
+        "gpushare:verify": '{"sliceMiB": 0}',
+        "gpushare:gke": '{"nodeCount": 0}',
+        "gpushare:kai": '{"queue": "Q"}',
+    }
     keys = {parse_key(dict(items)) for items in (list(faults.items()), list(reversed(faults.items())))}
     assert keys == {"gpushare:verify.sliceMiB"}  # one fault, whichever order: pydantic reports in field order
 

@@ -18,11 +18,16 @@ MINIMAL: dict[str, dict[str, object]] = {
     "gke-mps": {"gpushare:platform": "gke", "gpushare:sharing": "mps"},
     "gke-time-sharing": {"gpushare:platform": "gke", "gpushare:sharing": "time-sharing"},
     "k3s-vm": {"gpushare:platform": "k3s-vm", "gpushare:vm": {"allowedSourceRanges": ["198.51.100.7/32"]}},
-    "existing-host": {"gpushare:platform": "existing-host",
-                      "gpushare:host": {"address": "192.0.2.50", "privateKey": {"secure": "AAAA"}}},
+    "existing-host": {
+        "gpushare:platform": "existing-host",
+        "gpushare:host": {"address": "192.0.2.50", "privateKey": {"secure": "AAAA"}},
+    },
     "existing": {"gpushare:platform": "existing", "gpushare:cluster": {"kubeconfigPath": "{kubeconfig}"}},
-    "existing-toolkit-host": {"gpushare:platform": "existing", "gpushare:toolkit": "host",
-                              "gpushare:cluster": {"kubeconfigPath": "{kubeconfig}"}},
+    "existing-toolkit-host": {
+        "gpushare:platform": "existing",
+        "gpushare:toolkit": "host",
+        "gpushare:cluster": {"kubeconfigPath": "{kubeconfig}"},
+    },
 }
 """What a new user must set for each platform variant, and nothing more."""
 
@@ -55,8 +60,10 @@ def test_minimal_gke_mps_extra_passes_the_mps_limit_by_default() -> None:
 
 @pytest.mark.parametrize("platform", ["k3s-vm", "existing-host"])
 def test_minimal_k3s_sweep_reaches_past_the_8000_mib_quota_by_default(platform: str) -> None:
-    extra = {"k3s-vm": {"gpushare:vm": '{"allowedSourceRanges": ["198.51.100.7/32"]}'},
-             "existing-host": {"gpushare:host": '{"address": "192.0.2.50", "privateKey": "k"}'}}[platform]
+    extra = {
+        "k3s-vm": {"gpushare:vm": '{"allowedSourceRanges": ["198.51.100.7/32"]}'},
+        "existing-host": {"gpushare:host": '{"address": "192.0.2.50", "privateKey": "k"}'},
+    }[platform]
     cfg = parse({"gpushare:platform": platform, **extra})
     assert cfg.quota_mib == 8000
     assert max(cfg.sweep_gib) * 1024 > 8000 and cfg.sweep_gib[:6] == (2, 3, 3.8, 4.0, 4.5, 6)
@@ -66,8 +73,13 @@ def test_minimal_k3s_sweep_reaches_past_the_8000_mib_quota_by_default(platform: 
 @pytest.mark.parametrize("memory_mib", [4096, 6144, 8192, 12000, 24576, 49140, 97887, 196608])
 @pytest.mark.parametrize("sharing", ["kai", "mps"])
 def test_defaults_follow_any_card_size(memory_mib: int, sharing: str) -> None:
-    cfg = parse({"gpushare:platform": "gke", "gpushare:sharing": sharing,
-                 "gpushare:gpu": f'{{"type": "nvidia-tesla-t4", "memoryMiB": {memory_mib}}}'})
+    cfg = parse(
+        {
+            "gpushare:platform": "gke",
+            "gpushare:sharing": sharing,
+            "gpushare:gpu": f'{{"type": "nvidia-tesla-t4", "memoryMiB": {memory_mib}}}',
+        }
+    )
     hold, extra = round(cfg.hold_gib * 1024), round(cfg.extra_gib * 1024)
     assert hold < cfg.quota_mib < hold + extra
     if sharing == "kai":

@@ -18,15 +18,41 @@ from tests.conftest import ROOT
 from tests.test_config_defaults import MINIMAL
 
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=30), st.sampled_from(["", " ", "true", "null", "2.9", "1.35.", "v1.35.6", "oci://", "docker.io",
-                                           "kube-system", "default", "gpushare-proof", "nvidia-l4", "g2-standard-4",
-                                           "https://u:p@h.example/c", "harbor.example.com:99999/x", "0.0.0.0/0"]),
-    st.dates(), st.datetimes(), st.binary(max_size=8),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "true",
+            "null",
+            "2.9",
+            "1.35.",
+            "v1.35.6",
+            "oci://",
+            "docker.io",
+            "kube-system",
+            "default",
+            "gpushare-proof",
+            "nvidia-l4",
+            "g2-standard-4",
+            "https://u:p@h.example/c",
+            "harbor.example.com:99999/x",
+            "0.0.0.0/0",
+        ]
+    ),
+    st.dates(),
+    st.datetimes(),
+    st.binary(max_size=8),
 )
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8),
-                                                                                          inner, max_size=3),
-                      max_leaves=6)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 def key_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -104,9 +130,11 @@ def configs(draw: st.DrawFn) -> tuple[str, dict[str, Any], list[tuple[str, ...]]
     config = {k: v for k, v in config.items() if "{kubeconfig}" not in str(v)}
     platform = str(config["gpushare:platform"])
     if platform == "existing":
-        config["gpushare:cluster"] = {"kubeconfig": "apiVersion: v1\nclusters: [{name: c, cluster: {server: "
-                                                    "'https://203.0.113.1:6443'}}]\ncontexts: [{name: a, context: "
-                                                    "{cluster: c}}]\ncurrent-context: a\n"}
+        config["gpushare:cluster"] = {
+            "kubeconfig": "apiVersion: v1\nclusters: [{name: c, cluster: {server: "
+            "'https://203.0.113.1:6443'}}]\ncontexts: [{name: a, context: "
+            "{cluster: c}}]\ncurrent-context: a\n"
+        }
     set_paths: list[tuple[str, ...]] = []
     for _ in range(draw(st.integers(1, 3))):
         path = draw(st.sampled_from(PATHS[platform] + TYPOS))
@@ -126,11 +154,13 @@ def test_any_config_passes_or_is_refused_naming_a_real_key(case: tuple[str, dict
         assert "\n" not in str(err)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(case=configs())
-def test_any_config_plans_or_exits_2_with_one_error_line(case: tuple[str, dict[str, Any], list], tmp_path_factory,
-                                                         capsys) -> None:
+def test_any_config_plans_or_exits_2_with_one_error_line(
+    case: tuple[str, dict[str, Any], list], tmp_path_factory, capsys
+) -> None:
     _, config, _ = case
     root = tmp_path_factory.mktemp("fuzz")
     (root / "__main__.py").write_text((ROOT / "__main__.py").read_text())
@@ -143,14 +173,55 @@ def test_any_config_plans_or_exits_2_with_one_error_line(case: tuple[str, dict[s
     assert "Traceback" not in err
 
 
-
-PLAUSIBLE = st.sampled_from([
-    True, False, 1, 2, 3, 4, 8, 16, 0.5, 2.5, 4096, 7680, 8000, 15360, 90000, "1.35.", "1.36.", "v1.35.6",
-    "n1-standard-4", "g2-standard-4", "g4-standard-48", "a2-highgpu-1g", "nvidia-tesla-t4", "nvidia-l4",
-    "nvidia-rtx-pro-6000", "us-central1-b", "kube-system", "default", "gpushare-proof", "hami-system", "2.9.0",
-    "2.10.0", "v0.17.0", "DEFAULT", "mps", "kai", "hami", "host", "[2, 4, 8, 10]", [2, 4, 8, 10], [3, 16],
-    {"docker.io": "harbor.example.com/dockerhub"}, {"gpu": "on"}, ["198.51.100.7/32"], None,
-])
+PLAUSIBLE = st.sampled_from(
+    [
+        True,
+        False,
+        1,
+        2,
+        3,
+        4,
+        8,
+        16,
+        0.5,
+        2.5,
+        4096,
+        7680,
+        8000,
+        15360,
+        90000,
+        "1.35.",
+        "1.36.",
+        "v1.35.6",
+        "n1-standard-4",
+        "g2-standard-4",
+        "g4-standard-48",
+        "a2-highgpu-1g",
+        "nvidia-tesla-t4",
+        "nvidia-l4",
+        "nvidia-rtx-pro-6000",
+        "us-central1-b",
+        "kube-system",
+        "default",
+        "gpushare-proof",
+        "hami-system",
+        "2.9.0",
+        "2.10.0",
+        "v0.17.0",
+        "DEFAULT",
+        "mps",
+        "kai",
+        "hami",
+        "host",
+        "[2, 4, 8, 10]",
+        [2, 4, 8, 10],
+        [3, 16],
+        {"docker.io": "harbor.example.com/dockerhub"},
+        {"gpu": "on"},
+        ["198.51.100.7/32"],
+        None,
+    ]
+)
 """Values a user would plausibly type: most configs built from them pass, and then must plan."""
 
 
@@ -191,11 +262,13 @@ def plausible_configs(draw: st.DrawFn) -> dict[str, Any]:
     return base
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(config=plausible_configs())
-def test_a_plausible_config_plans_or_exits_2_with_one_error_line(config: dict[str, Any], tmp_path_factory,
-                                                                 capsys) -> None:
+def test_a_plausible_config_plans_or_exits_2_with_one_error_line(
+    config: dict[str, Any], tmp_path_factory, capsys
+) -> None:
     root = tmp_path_factory.mktemp("plausible")
     (root / "__main__.py").write_text((ROOT / "__main__.py").read_text())
     (root / "Pulumi.fuzz.yaml").write_text(yaml.safe_dump({"config": config}))

@@ -504,8 +504,11 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "not-yaml.txt").write_text("clusters: [\n  - {name: a\n")
     for name, text in KUBECONFIGS.items():
         (folder / name).write_text(text)
-    for name, content in (("broken-chart", b"name: [kai\n"), ("binary-chart", bytes(range(256))),
-                          ("kai-chart", b"apiVersion: v2\nname: kai-scheduler\nversion: v0.17.0\n")):
+    for name, content in (
+        ("broken-chart", b"name: [kai\n"),
+        ("binary-chart", bytes(range(256))),
+        ("kai-chart", b"apiVersion: v2\nname: kai-scheduler\nversion: v0.17.0\n"),
+    ):
         (folder / name).mkdir()
         (folder / name / "Chart.yaml").write_bytes(content)
     return folder
@@ -519,8 +522,9 @@ _CLUSTER = "[{name: c, cluster: {server: 'https://203.0.113.10:6443'}}]"
 KUBECONFIGS = {
     "kc-maps.yaml": _kubeconfig("{c: {server: 'https://203.0.113.10:6443'}}", "{a: {cluster: c}}", "a"),
     "kc-lost-current.yaml": _kubeconfig(_CLUSTER, "[{name: a, context: {cluster: c}}]", "prod"),
-    "kc-no-server.yaml": _kubeconfig("[{name: c, cluster: {insecure-skip-tls-verify: true}}]",
-                                     "[{name: a, context: {cluster: c}}]", "a"),
+    "kc-no-server.yaml": _kubeconfig(
+        "[{name: c, cluster: {insecure-skip-tls-verify: true}}]", "[{name: a, context: {cluster: c}}]", "a"
+    ),
     "kc-lost-cluster.yaml": _kubeconfig(_CLUSTER, "[{name: a, context: {cluster: gone}}]", "a"),
     "kc-good.yaml": _kubeconfig(_CLUSTER, "[{name: a, context: {cluster: c}}, {name: b, context: {cluster: c}}]", "a"),
 }
@@ -552,8 +556,10 @@ def test_bad_input_is_refused_in_one_line_naming_the_key(row: Bad, scratch: Path
     assert_reads_as_ours(lines[0])
 
 
-STOCK = re.compile(r"Input should|Value error|validation error|\b[A-Z][A-Za-z]+(Config|Stack|Settings)\b|type=|"
-                   r"pydantic")
+STOCK = re.compile(
+    r"Input should|Value error|validation error|\b[A-Z][A-Za-z]+(Config|Stack|Settings)\b|type=|"
+    r"pydantic"
+)
 """pydantic's stock wording, or a class name."""
 
 
@@ -582,8 +588,7 @@ STACK_FILES = [
 
 
 @pytest.mark.parametrize(("what", "text", "named"), STACK_FILES, ids=[s[0] for s in STACK_FILES])
-def test_a_broken_stack_file_is_refused_in_one_line(what: str, text: str, named: str, tmp_path: Path,
-                                                    capsys) -> None:
+def test_a_broken_stack_file_is_refused_in_one_line(what: str, text: str, named: str, tmp_path: Path, capsys) -> None:
     (tmp_path / "Pulumi.broken.yaml").write_text(text)
     (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
     assert main(["broken", "--root", str(tmp_path)]) == 2

@@ -109,6 +109,7 @@ def test_compute_limited_fails_when_the_baseline_was_itself_limited() -> None:
 
 def test_compute_limited_fails_when_the_baseline_ran_another_grid() -> None:
     expect, evidence = load("cluster")
+
     def other_grid(r: dict[str, Any]) -> None:  # 50 times fewer blocks, 50 times more iterations: the same work
         base = r["baseline"]["shapes"]["short_many"]
         base.update(blocks=264, iters=base["iters"] * 50)
@@ -166,9 +167,10 @@ def test_memory_enforced_fails_on_an_oom_line_whose_request_is_below_the_limit()
     for thread, pod in enumerate(expect.pods, 2):  # a forged line per Pod, each naming its own process
         line = f"[HAMI-core ERROR (pid:1 thread={thread} allocator.c:52)]: Device 0 OOM 1048576 / 4194304000"
         edit_probe(evidence, pod, lambda r, line=line: set_oom_lines(r, [line]))
-        evidence["pods"][pod]["logs"] = "\n".join(
-            x for x in evidence["pods"][pod]["logs"].splitlines() if not x.startswith("[HAMI-core")
-        ) + f"\n{line}\n"
+        evidence["pods"][pod]["logs"] = (
+            "\n".join(x for x in evidence["pods"][pod]["logs"].splitlines() if not x.startswith("[HAMI-core"))
+            + f"\n{line}\n"
+        )
     failed(expect, evidence, "memory-enforced", "1048576", "never prints")
 
 
@@ -194,8 +196,14 @@ def test_memory_enforced_fails_when_the_extra_was_refused_by_another_cuda_error_
 
     def other_error(r: dict[str, Any]) -> None:
         r["phases"]["hold"]["extra_error"] = "CUDA_ERROR_INVALID_VALUE"
-        set_oom_lines(r, [x for x in r["hami_oom_lines"]
-                          if not extra * 2**20 <= int(x.split("OOM ")[1].split(" /")[0]) <= (extra + 1024) * 2**20])
+        set_oom_lines(
+            r,
+            [
+                x
+                for x in r["hami_oom_lines"]
+                if not extra * 2**20 <= int(x.split("OOM ")[1].split(" /")[0]) <= (extra + 1024) * 2**20
+            ],
+        )
 
     edit_probe(evidence, "gpu-slice-b", other_error)
     keep = probe_line(evidence, "gpu-slice-b")["hami_oom_lines"]
@@ -264,8 +272,14 @@ def test_overcommit_rejected_reads_the_overcommit_pods_own_request() -> None:
 def test_overcommit_rejected_fails_when_other_tenants_memory_on_the_card_keeps_the_pod_out() -> None:
     expect, evidence = load("cluster")
     uuid = probe_line(evidence, "gpu-slice-a")["gpu_uuid"]
-    tenant = {"name": "training", "namespace": "team-x", "phase": "Running", "nodeName": "node",
-              "annotations": {"hami.io/vgpu-devices-allocated": f"{uuid},NVIDIA,6000,0:;"}, "containerStatuses": []}
+    tenant = {
+        "name": "training",
+        "namespace": "team-x",
+        "phase": "Running",
+        "nodeName": "node",
+        "annotations": {"hami.io/vgpu-devices-allocated": f"{uuid},NVIDIA,6000,0:;"},
+        "containerStatuses": [],
+    }
     evidence["quotaPods"] = {**{f"gpushare-proof/{n}": evidence["pods"][n] for n in expect.pods},
                              "team-x/training": tenant}  # fmt: skip
     failed(expect, evidence, "overcommit-rejected", "team-x/training", "6000 MiB")
@@ -337,5 +351,11 @@ def test_neighbor_isolation_fails_on_a_hold_that_ended_before_it_started() -> No
         hold["started_at"], hold["ended_at"] = hold["ended_at"], hold["started_at"]
 
     edit_probe(evidence, "gpu-slice-a", backwards)
-    failed(expect, evidence, "neighbor-isolation", "not judgeable: gpu-slice-a.memory.phases.hold.ended_at", "is before"
-           " started_at", "times run backwards")
+    failed(
+        expect,
+        evidence,
+        "neighbor-isolation",
+        "not judgeable: gpu-slice-a.memory.phases.hold.ended_at",
+        "is before started_at",
+        "times run backwards",
+    )

@@ -64,6 +64,7 @@ def test_memory_enforced_fails_when_the_probe_reported_not_ok() -> None:
 
 def test_memory_enforced_fails_when_the_views_shortfall_is_more_than_a_cuda_context() -> None:
     expect, evidence = load("cluster")
+
     def short(r: dict[str, Any]) -> None:
         r["visible_free_mib"] = r["visible_total_mib"] - 2100
         set_largest(r, r["visible_total_mib"] - 2100)
@@ -232,8 +233,12 @@ def _per_shape(r: dict[str, Any]) -> None:
     """The compute probe's per-shape form: a share per kernel shape, the judged one named, a window per shape."""
     if "share" in r:
         return
-    r.update(judged_shape="short_many", window_s=20, share={"short_many": r["ratio"]["many_blocks"], "few_long": 0.98},
-             shapes={"short_many": {"window_s": 20, "warmup_s": 3.0}, "few_long": {"window_s": 20, "warmup_s": 3.0}})
+    r.update(
+        judged_shape="short_many",
+        window_s=20,
+        share={"short_many": r["ratio"]["many_blocks"], "few_long": 0.98},
+        shapes={"short_many": {"window_s": 20, "warmup_s": 3.0}, "few_long": {"window_s": 20, "warmup_s": 3.0}},
+    )
     del r["ratio"], r["seconds"]
 
 

@@ -34,7 +34,7 @@ def uninstalls_after_install(steps: list[Step]) -> list[str]:
     installed = [i for i, s in enumerate(steps) if INSTALL in runs(s)]
     if not installed:
         return []
-    return [f"{s.op} {s.name}" for s in steps[installed[0] + 1:] if K3S_UNINSTALL in runs(s)]
+    return [f"{s.op} {s.name}" for s in steps[installed[0] + 1 :] if K3S_UNINSTALL in runs(s)]
 
 
 def host_at(fresh_plan: Callable[..., Plan], address: str) -> Plan:
@@ -45,7 +45,8 @@ def host_at(fresh_plan: Callable[..., Plan], address: str) -> Plan:
 
 
 def test_a_new_host_address_reruns_every_step_and_no_uninstall_runs_after_the_new_install(
-        fresh_plan: Callable[..., Plan]) -> None:
+    fresh_plan: Callable[..., Plan],
+) -> None:
     before, after = host_at(fresh_plan, "192.0.2.50"), host_at(fresh_plan, "192.0.2.51")
     steps = up(before.resources, after.resources)
     # The triggers read the address: every bootstrap step is replaced, so each runs on the new address ...
@@ -77,7 +78,8 @@ def _made_by_the_previous_program(plan: Plan) -> list[dict[str, Any]]:
 
 
 def test_a_stack_whose_install_step_still_uninstalls_runs_that_uninstall_before_the_new_install(
-        fresh_plan: Callable[..., Plan]) -> None:
+    fresh_plan: Callable[..., Plan],
+) -> None:
     old = _made_by_the_previous_program(host_at(fresh_plan, "192.0.2.50"))
     steps = up(old, host_at(fresh_plan, "192.0.2.51").resources)
     # Delete-first on the install step: the old state's uninstall runs, then the install (never the other way).
@@ -87,7 +89,8 @@ def test_a_stack_whose_install_step_still_uninstalls_runs_that_uninstall_before_
 
 
 def test_the_model_finds_the_uninstall_that_a_create_first_install_step_would_run_last(
-        fresh_plan: Callable[..., Plan]) -> None:
+    fresh_plan: Callable[..., Plan],
+) -> None:
     # The engine's default for a replaced command (pulumi-go-provider infer/resource.go:1248 sets no delete-first).
     old = _made_by_the_previous_program(host_at(fresh_plan, "192.0.2.50"))
     new = copy.deepcopy(host_at(fresh_plan, "192.0.2.51").resources)
@@ -124,12 +127,16 @@ def replacement(fresh_plan: Callable[..., Plan], stack: str, before: list[str], 
     return up(old.resources, fresh_plan(stack, after, mocks=NewIds("2")).resources)
 
 
-@pytest.mark.parametrize(("stack", "before", "after", "root"), [
-    ("k3s", ["gpushare:vm.spot=true"], ["gpushare:vm.spot=false"], "k3s-vm-instance"),
-    ("gke", ["gpushare:gke.clusterName=kai-a"], ["gpushare:gke.clusterName=kai-b"], "gke-cluster"),
-])
+@pytest.mark.parametrize(
+    ("stack", "before", "after", "root"),
+    [
+        ("k3s", ["gpushare:vm.spot=true"], ["gpushare:vm.spot=false"], "k3s-vm-instance"),
+        ("gke", ["gpushare:gke.clusterName=kai-a"], ["gpushare:gke.clusterName=kai-b"], "gke-cluster"),
+    ],
+)
 def test_a_delete_first_replacement_reaches_no_object_through_the_old_api(
-        fresh_plan: Callable[..., Plan], stack: str, before: list[str], after: list[str], root: str) -> None:
+    fresh_plan: Callable[..., Plan], stack: str, before: list[str], after: list[str], root: str
+) -> None:
     steps = replacement(fresh_plan, stack, before, after)
     ops = [(s.op, s.name) for s in steps]
     deleted_root = ops.index(("delete", root))
@@ -147,7 +154,8 @@ def test_a_delete_first_replacement_reaches_no_object_through_the_old_api(
 
 
 def test_deleted_with_the_vm_itself_every_object_would_be_deleted_through_the_old_api(
-        fresh_plan: Callable[..., Plan]) -> None:
+    fresh_plan: Callable[..., Plan],
+) -> None:
     # What the engine does with a deletedWith on the chain's root, which it marks replaced, not deleted.
     old = fresh_plan("k3s", ["gpushare:vm.spot=true"], mocks=NewIds("1")).resources
     for resource in old:
@@ -157,12 +165,12 @@ def test_deleted_with_the_vm_itself_every_object_would_be_deleted_through_the_ol
     assert {s.op for s in steps if s.type.startswith("kubernetes:") and s.op in ("delete", "drop")} == {"delete"}
 
 
-
 # --- a replaced node pool re-runs the proof -----------------------------------------------------------------------
 
 
 def test_a_replaced_gpu_pool_replaces_every_proof_pod_and_the_verifier_so_no_old_verdict_stays(
-        fresh_plan: Callable[..., Plan]) -> None:
+    fresh_plan: Callable[..., Plan],
+) -> None:
     old = fresh_plan("gke", ["gpushare:gke.spot=false"]).resources
     steps = up(old, fresh_plan("gke", ["gpushare:gke.spot=true"]).resources)
     ops = [(s.op, s.name) for s in steps]
@@ -173,5 +181,5 @@ def test_a_replaced_gpu_pool_replaces_every_proof_pod_and_the_verifier_so_no_old
     # the API before the pool goes, created on the new nodes, judged again.
     pods = {r["name"] for r in old if r["type"] == "kubernetes:core/v1:Pod"}
     assert len(pods) >= 5 and "gpushare-proof-verifier-pod" in pods
-    assert {n for op, n in ops[:ops.index(("delete", "gke-gpu-pool"))] if op == "delete"} >= pods
+    assert {n for op, n in ops[: ops.index(("delete", "gke-gpu-pool"))] if op == "delete"} >= pods
     assert {n for op, n in ops if op == "create-replacement"} >= pods

@@ -150,8 +150,10 @@ def _exposition(pods: list[tuple[str, str, str, float, float]]) -> str:
     (Project-HAMi/KAI-resource-isolator cmd/monitor/metrics.go:65-74), as client_golang's text format writes a
     gauge: HELP, TYPE, labels sorted by name, the value as Go formats it."""
     lines = []
-    for metric, help_text, column in (("hami_vgpu_memory_limit_bytes", "vGPU device memory limit in bytes", 4),
-                                      ("hami_vgpu_memory_used_bytes", "vGPU device memory usage in bytes", 3)):
+    for metric, help_text, column in (
+        ("hami_vgpu_memory_limit_bytes", "vGPU device memory limit in bytes", 4),
+        ("hami_vgpu_memory_used_bytes", "vGPU device memory usage in bytes", 3),
+    ):
         lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge"]
         for namespace, pod, uuid, used, limit in pods:
             value = (None, None, None, used, limit)[column]
@@ -170,7 +172,8 @@ def test_monitor_metrics_reads_the_monitors_names_and_labels() -> None:
     text = _exposition([(expect.namespace, p, uuid, float(used), float(expect.limit_bytes)) for p in expect.pods])
     assert _go_float(float(expect.limit_bytes)) == "4.348444672e+09" and _go_float(0.5) == "0.5"
     assert {(n, labels["pod"]) for n, labels, _ in parse_metrics(text)} == {
-        (m, p) for m in ("hami_vgpu_memory_limit_bytes", "hami_vgpu_memory_used_bytes") for p in expect.pods}
+        (m, p) for m in ("hami_vgpu_memory_limit_bytes", "hami_vgpu_memory_used_bytes") for p in expect.pods
+    }
     evidence["metrics"][node] = text
     assert check(expect, evidence, "monitor-metrics")["passed"] is True
 

@@ -289,8 +289,9 @@ def test_an_allocation_naming_the_card_and_a_third_uuid_fails_same_gpu() -> None
     expect, evidence = load("cluster")
     annotations = evidence["pods"]["gpu-slice-a"]["annotations"]
     card = annotations[expect.allocation_annotation].split(",")[0]
-    annotations[expect.allocation_annotation] = f"{card},NVIDIA,4000,30:GPU-00000000-0000-0000-0000-000000000003," \
-        "NVIDIA,4000,30:;"
+    annotations[expect.allocation_annotation] = (
+        f"{card},NVIDIA,4000,30:GPU-00000000-0000-0000-0000-000000000003,NVIDIA,4000,30:;"
+    )
     failed = checks(expect, evidence)["same-gpu"]
     assert failed["passed"] is False and "cards beside" in failed["observed"], failed["observed"]
 

@@ -132,8 +132,9 @@ def _run() -> tuple[Any, dict[str, Any]]:
 
 
 @EXAMPLES
-@given(data=st.data(), pod=st.sampled_from(["gpu-slice-a", "gpu-slice-b"]), probe=st.sampled_from(["memory",
-                                                                                                   "compute"]))
+@given(
+    data=st.data(), pod=st.sampled_from(["gpu-slice-a", "gpu-slice-b"]), probe=st.sampled_from(["memory", "compute"])
+)
 def test_any_valid_record_is_judged_without_a_crash(data: st.DataObject, pod: str, probe: str) -> None:
     """A recorded result with one leaf redrawn from its kind: if the record takes it, the JSON Schema takes it, and
     no check fails for want of a number it did not check (`could not judge`)."""
@@ -168,8 +169,9 @@ def _fails_reading(expect: Any, evidence: dict[str, Any], check_ids: tuple[str, 
 
 
 @EXAMPLES
-@given(data=st.data(), pod=st.sampled_from(["gpu-slice-a", "gpu-slice-b"]), probe=st.sampled_from(["memory",
-                                                                                                   "compute"]))
+@given(
+    data=st.data(), pod=st.sampled_from(["gpu-slice-a", "gpu-slice-b"]), probe=st.sampled_from(["memory", "compute"])
+)
 def test_a_leaf_of_the_wrong_kind_fails_every_check_that_reads_it(data: st.DataObject, pod: str, probe: str) -> None:
     expect, evidence = _run()
     result = probe_line(evidence, pod, probe)
@@ -205,22 +207,33 @@ BREAKS: dict[tuple[str, str], Break] = {
     ("memory", "nvml-free-within-total"): lambda r, k: r.update(nvml_free_mib=r["nvml_total_mib"] + k),
     ("memory", "largest-within-view"): lambda r, k: r.update(largest_alloc_mib=r["visible_total_mib"] + k),
     ("memory", "allocation-needs-a-card"): lambda r, k: r.update(gpu_uuid=None),
-    ("memory", "context-is-quota-less-largest"): lambda r, k: r.update(context_overhead_mib=r["context_overhead_mib"]
-                                                                        + k),
+    ("memory", "context-is-quota-less-largest"): lambda r, k: r.update(
+        context_overhead_mib=r["context_overhead_mib"] + k
+    ),
     ("memory", "chunks-add-up"): lambda r, k: r["phases"]["chunks"].update(
-        allocated_mib=r["phases"]["chunks"]["allocated_mib"] + k),
+        allocated_mib=r["phases"]["chunks"]["allocated_mib"] + k
+    ),
     ("memory", "oom-lines-are-the-librarys"): lambda r, k: r["enforcement"].update(
-        oom_lines=r["enforcement"]["oom_lines"] + k),
+        oom_lines=r["enforcement"]["oom_lines"] + k
+    ),
     ("memory", "hold-in-order"): lambda r, k: _swap(r["phases"]["hold"], "started_at", "ended_at"),
     ("memory", "memory-times-in-order"): lambda r, k: _swap(r, "started_at", "ended_at"),
     ("memory", "findings-once"): lambda r, k: _twice(r["findings"], k),
     ("memory", "context-charge-agrees"): lambda r, k: _charge(r).update(charged_mib=_charge(r)["charged_mib"] + k),
     ("memory", "env-less-agrees"): lambda r, k: r["findings"].append(
-        {"id": "env-less-process", "tried": "t", "observed": "o", "bypassed": True,
-         "largest_mib": 2 * r["expected_limit_mib"], "quota_mib": r["expected_limit_mib"] + k}),
+        {
+            "id": "env-less-process",
+            "tried": "t",
+            "observed": "o",
+            "bypassed": True,
+            "largest_mib": 2 * r["expected_limit_mib"],
+            "quota_mib": r["expected_limit_mib"] + k,
+        }
+    ),
     ("compute", "ok-without-error"): lambda r, k: r.update(error=f"error {k}"),
-    ("compute", "shape-agrees-with-its-timeline"): lambda r, k: _shape(r).update(launches=_shape(r)["launches"]
-                                                                                 * (k + 2)),
+    ("compute", "shape-agrees-with-its-timeline"): lambda r, k: _shape(r).update(
+        launches=_shape(r)["launches"] * (k + 2)
+    ),
     ("compute", "judged-shape-window"): lambda r, k: r.update(window_s=r["window_s"] + k),
     ("compute", "compute-times-in-order"): lambda r, k: _swap(r, "started_at", "ended_at"),
     ("compute", "findings-once"): lambda r, k: _twice(r["findings"], k),
@@ -280,10 +293,15 @@ def test_an_edit_that_breaks_a_steps_invariant_fails_what_reads_it(broken: tuple
 
 
 @EXAMPLES
-@given(data=st.data(), run=st.sampled_from(neighbour_steps.RUNS), pod=st.sampled_from([A, B]),
-       probe=st.sampled_from(["fault", "bandwidth"]))
+@given(
+    data=st.data(),
+    run=st.sampled_from(neighbour_steps.RUNS),
+    pod=st.sampled_from([A, B]),
+    probe=st.sampled_from(["fault", "bandwidth"]),
+)
 def test_a_steps_leaf_redrawn_or_of_the_wrong_kind_is_judged_without_a_crash_or_refused(
-        data: st.DataObject, run: str, pod: str, probe: str) -> None:
+    data: st.DataObject, run: str, pod: str, probe: str
+) -> None:
     """One leaf of a recorded step redrawn within its kind: if the record takes it, the JSON Schema does and nothing
     fails for want of a number it did not check; of the wrong kind, everything reading it is not judgeable."""
     results = neighbour_steps.outputs(run)
@@ -308,8 +326,9 @@ def test_a_steps_leaf_redrawn_or_of_the_wrong_kind_is_judged_without_a_crash_or_
 @EXAMPLES
 @given(pod=st.sampled_from(["gpu-slice-a", "gpu-slice-b"]), k=st.integers(1, 10_000))
 @pytest.mark.parametrize("broken", sorted(BREAKS), ids=lambda b: f"{b[0]}-{b[1]}")
-def test_an_edit_that_breaks_an_invariant_fails_the_checks_that_read_it(broken: tuple[str, str], pod: str,
-                                                                         k: int) -> None:
+def test_an_edit_that_breaks_an_invariant_fails_the_checks_that_read_it(
+    broken: tuple[str, str], pod: str, k: int
+) -> None:
     probe, _ = broken
     expect, evidence = _run()
     result = probe_line(evidence, pod, probe)
@@ -334,5 +353,5 @@ def test_the_verification_page_names_every_invariant_and_what_each_check_reads()
     text = (ROOT / "docs" / "verification.md").read_text()
     names = {i.name for schema in (MEMORY, COMPUTE, FAULT, BANDWIDTH, POD) for i in invariants(schema)}
     assert [n for n in sorted(names) if f"`{n}`" not in text] == []
-    table = text[text.index("**Which check reads which part**"):]
+    table = text[text.index("**Which check reads which part**") :]
     assert [c.id for c in CHECKS if f"`{c.id}`" not in table.split("\n\n")[1]] == []

@@ -45,7 +45,8 @@ def test_under_mps_the_fault_of_one_client_takes_its_neighbour_down_and_fault_is
     assert found["observed"].startswith(
         "the fault of one MPS client reaches every client of its server: Pod gpushare-proof-a died with"
         " CUDA_ERROR_ILLEGAL_ADDRESS at 2026-12-03T11:53:20.376Z, 0.15 s after Pod gpushare-proof-b's fault at"
-        " 2026-12-03T11:53:20.223Z")
+        " 2026-12-03T11:53:20.223Z"
+    )
     assert "before the fault 89,847 88,995" in found["evidence"]
     assert "the fault of one client tears down every client" in found["expected"]
 
@@ -91,8 +92,9 @@ def test_a_card_that_served_no_fresh_process_after_the_fault_fails_fault_isolati
         faulter["serve"][0].update(kernel_ran=False, cuda_error="CUDA_ERROR_LAUNCH_FAILED")
 
     found = fault_check(*run("cluster-hami-core", unserved))
-    assert found["passed"] is False and "the card did not serve once the faulting process was gone" in (
-        found["observed"])
+    assert (
+        found["passed"] is False and "the card did not serve once the faulting process was gone" in (found["observed"])
+    )
 
 
 def test_a_faulting_process_that_did_not_end_fails_fault_isolation() -> None:
@@ -103,19 +105,24 @@ def test_a_faulting_process_that_did_not_end_fails_fault_isolation() -> None:
 def test_a_fault_on_another_card_than_the_neighbours_is_not_shown_to_share_one() -> None:
     other = "GPU-00000000-0000-0000-0000-000000000000"
     found = fault_check(*run("cluster-hami-core", lambda r: r[DISTURBER]["fault"].update(gpu_uuid=other)))
-    assert found["passed"] is False and f"Pod {DISTURBER}'s fault on {other}: not shown to share a card" in (
-        found["observed"])
+    assert (
+        found["passed"] is False
+        and f"Pod {DISTURBER}'s fault on {other}: not shown to share a card" in (found["observed"])
+    )
 
 
 def test_two_pods_in_each_others_roles_fail_fault_isolation_naming_them() -> None:
     def swapped(results: dict[str, dict[str, Any]]) -> None:
-        results[NEIGHBOUR]["fault"], results[DISTURBER]["fault"] = results[DISTURBER]["fault"], \
-            results[NEIGHBOUR]["fault"]
+        results[NEIGHBOUR]["fault"], results[DISTURBER]["fault"] = (
+            results[DISTURBER]["fault"],
+            results[NEIGHBOUR]["fault"],
+        )
 
     found = fault_check(*run("cluster-hami-core", swapped))
     assert found["passed"] is False
-    assert f"Pod {NEIGHBOUR}: its fault step ran as the faulter; the plan runs it as the neighbour" in (
-        found["observed"])
+    assert (
+        f"Pod {NEIGHBOUR}: its fault step ran as the faulter; the plan runs it as the neighbour" in (found["observed"])
+    )
 
 
 def test_a_pod_without_its_fault_step_fails_fault_isolation_with_why() -> None:
@@ -145,8 +152,10 @@ def test_under_provenance_a_fault_result_that_names_another_pod_is_not_judgeable
     expect, evidence = run("cluster-hami-core", tied)
     found = fault_check(dataclasses.replace(expect, provenance=True), evidence)
     assert found["passed"] is False
-    assert (f"not judgeable: {DISTURBER}.fault.pod.uid: Pod {DISTURBER}: the probe ran in uid 'uid-{NEIGHBOUR}', the"
-            f" API server names 'uid-{DISTURBER}': another Pod's output") in found["observed"]
+    assert (
+        f"not judgeable: {DISTURBER}.fault.pod.uid: Pod {DISTURBER}: the probe ran in uid 'uid-{NEIGHBOUR}', the"
+        f" API server names 'uid-{DISTURBER}': another Pod's output"
+    ) in found["observed"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -175,10 +184,12 @@ def test_the_record_renders_fault_isolation_in_the_repeatability_and_neighbour_t
     table = repeatability.table(tmp_path)
     assert "| `compute-limited` | `fault-isolation` |" in table and "A's launches/s before → after B's fault" in table
     rows = [line for line in table.splitlines() if line.startswith("| [cluster-hami-core-")]
-    assert rows[0].endswith("| pass | pass | 518 / 438 (**80 over**) | 0.291 / 0.289 | 82,173 → 79,869 | 69.3 (11.6 +"
-                            " 57.7) |")
+    assert rows[0].endswith(
+        "| pass | pass | 518 / 438 (**80 over**) | 0.291 / 0.289 | 82,173 → 79,869 | 69.3 (11.6 + 57.7) |"
+    )
     assert "| **fail** |" in rows[1] and "| 89,421 → **died** |" in rows[1]
     assert "Same `passed` and same result for every check in every run: **no**." in table
     neighbours_table = record.neighbour_table(tmp_path)
     assert "| [cluster-mps](h200/neighbour-steps/cluster-mps/verdict.json) | mps | **died** 0.15 s after" in (
-        neighbours_table)
+        neighbours_table
+    )

@@ -25,7 +25,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 POLICY = "kubernetes:kyverno.io/v1:ClusterPolicy"
 QUEUE = "kubernetes:scheduling.run.ai/v2:Queue"
 
-PARTS_PROGRAM = '''
+PARTS_PROGRAM = """
 import dataclasses
 import pulumi
 from components import compose, config
@@ -38,7 +38,7 @@ for name, value in {**cluster.outputs, **sharing.outputs}.items():
     pulumi.export(name, value)
 pulumi.export("readyUrns", [r.urn for r in sharing.ready])
 pulumi.export("proof", dataclasses.asdict(sharing.proof))
-'''
+"""
 
 
 @lru_cache(maxsize=32)
@@ -77,8 +77,10 @@ def test_gke_cluster_is_zonal_cos_and_destroyable() -> None:
     # node_config shapes only the removed default pool and is ForceNew (terraform-provider-google
     # google/services/container/node_config.go, schemaNodeConfig): left out, it can never diff. COS is the pool's.
     assert "nodeConfig" not in cluster
-    assert inputs(parts(), "gcp:container/nodePool:NodePool", "gke-gpu-pool")["nodeConfig"]["imageType"] == \
-        "COS_CONTAINERD"
+    assert (
+        inputs(parts(), "gcp:container/nodePool:NodePool", "gke-gpu-pool")["nodeConfig"]["imageType"]
+        == "COS_CONTAINERD"
+    )
 
 
 def test_gke_version_is_the_newest_offered_1_35() -> None:
@@ -177,8 +179,9 @@ def test_kai_waits_for_kai_config_ready() -> None:
     assert "pulumi.com/waitFor" not in gate["inputs"]["metadata"]["annotations"]
     assert "kai-release" in gate["dependsOn"]
     role = plan.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kai-config-ready-reader")
-    assert role["inputs"]["rules"] == [{"apiGroups": ["kai.scheduler"], "resources": ["configs"],
-                                        "resourceNames": ["kai-config"], "verbs": ["get"]}]
+    assert role["inputs"]["rules"] == [
+        {"apiGroups": ["kai.scheduler"], "resources": ["configs"], "resourceNames": ["kai-config"], "verbs": ["get"]}
+    ]
 
 
 def test_kai_kept_queues_are_stack_owned_and_go_before_the_release() -> None:
@@ -290,8 +293,15 @@ def test_policies_without_kyverno_release_follow_the_node_pool() -> None:
 
 def test_sharing_ready_holds_what_the_proof_must_wait_for() -> None:
     ready = {urn.rsplit("::", 1)[-1] for urn in parts().outputs["readyUrns"]}
-    assert ready == {"kai-config-ready-job", "kai-parent-queue", "kai-queue", "isolator-release",
-                     "gke-cdi-runtime-class", "gke-cdi-nvml-library-path", "gke-cdi-gpu-devices"}
+    assert ready == {
+        "kai-config-ready-job",
+        "kai-parent-queue",
+        "kai-queue",
+        "isolator-release",
+        "gke-cdi-runtime-class",
+        "gke-cdi-nvml-library-path",
+        "gke-cdi-gpu-devices",
+    }
 
 
 def test_proof_contract_is_computed_from_the_card() -> None:
@@ -313,17 +323,26 @@ def test_every_kubernetes_resource_uses_the_cluster_provider() -> None:
 
 def test_every_helm_value_path_exists_in_reference_charts() -> None:
     plan = parts()
-    for name, chart in (("kai-release", "kai-scheduler-v0.17.0"),
-                        ("isolator-release", "kai-resource-isolator-1.1.0-chart"),
-                        ("gke-cdi-kyverno-release", "kyverno-3.8.2")):
+    for name, chart in (
+        ("kai-release", "kai-scheduler-v0.17.0"),
+        ("isolator-release", "kai-resource-isolator-1.1.0-chart"),
+        ("gke-cdi-kyverno-release", "kyverno-3.8.2"),
+    ):
         values = release(plan, name)["values"]
         assert missing_paths(values, load_reference(chart)) == [], name
 
 
 def test_every_kubernetes_object_validates() -> None:
     objects = [o for o in objects_in(parts()) if not is_custom_kind(o)]
-    assert {o["kind"] for o in objects} == {"Namespace", "RuntimeClass", "ServiceAccount", "ClusterRole",
-                                            "ClusterRoleBinding", "ConfigMap", "Job"}  # the last five: the gate
+    assert {o["kind"] for o in objects} == {
+        "Namespace",
+        "RuntimeClass",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Job",
+    }  # the last five: the gate
     assert [c for c in map(validate, objects) if c] == []
 
 

@@ -79,7 +79,10 @@ def _kai_args(delete_kept_queues: bool) -> KaiSchedulerArgs:
 
 def test_kai_values_leave_queues_to_the_stack_when_it_deletes_them() -> None:
     assert kai_values(_kai_args(True))["defaultQueue"] == {
-        "createDefaultQueue": False, "parentName": "pq", "childName": "q"}
+        "createDefaultQueue": False,
+        "parentName": "pq",
+        "childName": "q",
+    }
     assert kai_values(_kai_args(False))["defaultQueue"]["createDefaultQueue"] is True
 
 
@@ -100,8 +103,11 @@ def test_gpu_devices_policy_mounts_the_one_card_the_control_devices_and_the_driv
     for dev in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia0"):
         assert host_paths[f"dev-{dev}"] == mounts[f"dev-{dev}"] == f"/dev/{dev}"
     # Admission comes before KAI's binder picks a card: a second card would be mounted for every Pod alike.
-    assert not [name for name in host_paths if name.startswith("dev-nvidia") and name[len("dev-nvidia"):].isdigit()
-                and name != "dev-nvidia0"]
+    assert not [
+        name
+        for name in host_paths
+        if name.startswith("dev-nvidia") and name[len("dev-nvidia") :].isdigit() and name != "dev-nvidia0"
+    ]
     assert host_paths["gke-nvidia-install"] == "/home/kubernetes/bin/nvidia"
     assert mounts["gke-nvidia-install"] == "/usr/local/nvidia"
     assert set(host_paths) == set(mounts)
@@ -129,8 +135,16 @@ def test_kai_proof_limits_follow_the_fraction() -> None:
     assert proof.overcommit_request is None and proof.allocation_annotation is None
     assert proof.node_registration is None
     assert proof.monitor == MONITOR
-    assert set(proof.checks) == {"same-gpu", "view-isolation", "quota-injection", "memory-enforced",
-                                 "neighbor-isolation", "preload-mechanism", "monitor-metrics", "fault-isolation"}
+    assert set(proof.checks) == {
+        "same-gpu",
+        "view-isolation",
+        "quota-injection",
+        "memory-enforced",
+        "neighbor-isolation",
+        "preload-mechanism",
+        "monitor-metrics",
+        "fault-isolation",
+    }
     assert any("multi-tenant" in note for note in proof.notes)
 
 

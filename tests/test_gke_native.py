@@ -23,8 +23,13 @@ from tests.helpers.recorded import load
 STRATEGY = "cloud.google.com/gke-gpu-sharing-strategy"
 CLIENTS = "cloud.google.com/gke-max-shared-clients-per-gpu"
 NATIVE_STACKS = {"gke-mps": "MPS", "gke-time-sharing": "TIME_SHARING"}
-KAI_ONLY_TYPES = ("gpushare:gpu:KaiScheduler", "gpushare:gpu:ResourceIsolator", "gpushare:gpu:GkeCdiWorkarounds",
-                  "kubernetes:helm.sh/v3:Release", "kubernetes:kyverno.io/v1:ClusterPolicy")
+KAI_ONLY_TYPES = (
+    "gpushare:gpu:KaiScheduler",
+    "gpushare:gpu:ResourceIsolator",
+    "gpushare:gpu:GkeCdiWorkarounds",
+    "kubernetes:helm.sh/v3:Release",
+    "kubernetes:kyverno.io/v1:ClusterPolicy",
+)
 
 
 def _pods(plan: Plan) -> dict[str, dict[str, Any]]:
@@ -104,8 +109,12 @@ def test_overcommit_request_spreads_its_slots_over_containers_of_one_gpu_each() 
 
 # ---------------------------------------------------------------- refusals, each with the number that works
 
-GKE_MPS = {"gpushare:platform": "gke", "gpushare:toolkit": "gke-managed", "gpushare:sharing": "mps",
-           "gpushare:verify": {"extraGiB": 5}}
+GKE_MPS = {
+    "gpushare:platform": "gke",
+    "gpushare:toolkit": "gke-managed",
+    "gpushare:sharing": "mps",
+    "gpushare:verify": {"extraGiB": 5},
+}
 
 
 @pytest.mark.parametrize(("change", "key", "says"), [
@@ -137,8 +146,11 @@ def test_gke_sharing_refuses_what_makes_no_sense_naming_what_works(change, key, 
 
 
 def test_mps_slice_is_the_card_over_the_clients() -> None:
-    raw = {**GKE_MPS, "gpushare:gkeSharing": json.dumps({"maxSharedClientsPerGpu": 4}),
-           "gpushare:verify": json.dumps({"holdGiB": 2, "extraGiB": 2})}
+    raw = {
+        **GKE_MPS,
+        "gpushare:gkeSharing": json.dumps({"maxSharedClientsPerGpu": 4}),
+        "gpushare:verify": json.dumps({"holdGiB": 2, "extraGiB": 2}),
+    }
     assert config.parse(raw).slice_mib == 3840
 
 
@@ -148,8 +160,10 @@ def test_mps_slice_is_the_card_over_the_clients() -> None:
 @pytest.mark.parametrize(("stack", "strategy"), NATIVE_STACKS.items())
 def test_native_stack_pool_carries_gpu_sharing_config_and_no_kai_labels(stack, strategy, plan_stack) -> None:
     pool = plan_stack(stack).one("gcp:container/nodePool:NodePool")["inputs"]["nodeConfig"]
-    assert pool["guestAccelerators"][0]["gpuSharingConfig"] == {"gpuSharingStrategy": strategy,
-                                                               "maxSharedClientsPerGpu": 2}
+    assert pool["guestAccelerators"][0]["gpuSharingConfig"] == {
+        "gpuSharingStrategy": strategy,
+        "maxSharedClientsPerGpu": 2,
+    }
     assert "labels" not in pool
 
 
@@ -185,8 +199,12 @@ def test_time_sharing_stack_pods_select_time_sharing_without_host_ipc(plan_stack
 
 
 def test_overcommit_pod_takes_every_slot_the_proof_pods_leave_plus_one(plan_stack) -> None:
-    plan = plan_stack("gke-mps", "gpushare:gkeSharing.maxSharedClientsPerGpu=4", "gpushare:verify.extraGiB=2",
-                      "gpushare:verify.sweepGiB=[2,3,4]")
+    plan = plan_stack(
+        "gke-mps",
+        "gpushare:gkeSharing.maxSharedClientsPerGpu=4",
+        "gpushare:verify.extraGiB=2",
+        "gpushare:verify.sweepGiB=[2,3,4]",
+    )
     containers = _pods(plan)["gpushare-overcommit"]["containers"]
     assert [c["name"] for c in containers] == ["probe-0", "probe-1", "probe-2"]
     assert all(c["resources"]["limits"] == {"nvidia.com/gpu": "1"} for c in containers)
@@ -244,8 +262,15 @@ def _k3s_as_gke_sharing() -> tuple[Expectation, dict[str, Any]]:
     """The recorded k3s run, edited: the expectation of GKE's MPS (one slot beyond the two clients), and the
     over-commit Pod's events as kube-scheduler writes them on a full shared node."""
     expect, evidence = load("k3s")
-    expect = replace(expect, mechanism="mps", system="gke", pending_reason="Insufficient nvidia.com/gpu",
-                     overcommit_mib=None, overcommit_slots=1, allocation_annotation=None)
+    expect = replace(
+        expect,
+        mechanism="mps",
+        system="gke",
+        pending_reason="Insufficient nvidia.com/gpu",
+        overcommit_mib=None,
+        overcommit_slots=1,
+        allocation_annotation=None,
+    )
     # GKE's device plugin advertises clients per card × cards: 2 slots, both taken by the proof Pods.
     evidence["nodes"]["hami-lab-rtx6000"]["allocatable"]["nvidia.com/gpu"] = "2"
     return expect, evidence
@@ -258,10 +283,16 @@ def _overcommit(expect: Expectation, evidence: dict[str, Any]) -> dict[str, Any]
 def test_overcommit_rejected_passes_on_kube_schedulers_insufficient_gpu_event() -> None:
     expect, evidence = _k3s_as_gke_sharing()
     pod = evidence["pods"]["hami-oversubscribe"]
-    pod["events"] = [{
-        "reason": "FailedScheduling", "lastTimestamp": pod["creationTimestamp"], "source": "default-scheduler",
-        "message": "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod affinity rules.",
-    }]
+    pod["events"] = [
+        {
+            "reason": "FailedScheduling",
+            "lastTimestamp": pod["creationTimestamp"],
+            "source": "default-scheduler",
+            "message": (
+                "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod affinity rules."
+            ),
+        }
+    ]
     result = _overcommit(expect, evidence)
     assert result["passed"] is True, result["observed"]
 
@@ -280,8 +311,9 @@ def test_overcommit_rejected_fails_when_the_node_took_a_client_too_many() -> Non
     assert result["passed"] is False and "was scheduled" in result["observed"]
 
 
-@pytest.mark.parametrize(("stack", "strategy", "ipc"),
-                         [("gke-mps", "MPS", True), ("gke-time-sharing", "TIME_SHARING", False)])
+@pytest.mark.parametrize(
+    ("stack", "strategy", "ipc"), [("gke-mps", "MPS", True), ("gke-time-sharing", "TIME_SHARING", False)]
+)
 def test_offline_plan_view_shows_the_pools_sharing_and_what_the_pods_select(stack, strategy, ipc, plan_stack) -> None:
     view = re.sub(r",\n[│ ]+", ", ", text.render(plan_stack(stack)))  # a field folded at 120 characters, rejoined
     assert f"shared by {strategy} among 2 clients per GPU" in view

@@ -7,8 +7,15 @@ from typing import Any
 
 from components.plan import Plan
 
-SHARING_READY = ("kai-config-ready-job", "kai-queue", "kai-parent-queue", "isolator-release",
-                 "gke-cdi-runtime-class", "gke-cdi-nvml-library-path", "gke-cdi-gpu-devices")
+SHARING_READY = (
+    "kai-config-ready-job",
+    "kai-queue",
+    "kai-parent-queue",
+    "isolator-release",
+    "gke-cdi-runtime-class",
+    "gke-cdi-nvml-library-path",
+    "gke-cdi-gpu-devices",
+)
 
 
 def _before(plan: Plan, name: str) -> set[str]:
@@ -29,13 +36,19 @@ def _before(plan: Plan, name: str) -> set[str]:
 
 def test_gke_stack_plans_every_component(plan_stack: Callable[..., Plan]) -> None:
     plan = plan_stack("gke")
-    for type_, name in (("gpushare:platform:GkeCluster", "gke"), ("gpushare:gpu:KaiScheduler", "kai"),
-                        ("gpushare:gpu:ResourceIsolator", "isolator"),
-                        ("gpushare:gpu:GkeCdiWorkarounds", "gke-cdi")):
+    for type_, name in (
+        ("gpushare:platform:GkeCluster", "gke"),
+        ("gpushare:gpu:KaiScheduler", "kai"),
+        ("gpushare:gpu:ResourceIsolator", "isolator"),
+        ("gpushare:gpu:GkeCdiWorkarounds", "gke-cdi"),
+    ):
         plan.one(type_, name)
     releases = {r["inputs"]["chart"] for r in plan.find("kubernetes:helm.sh/v3:Release")}
-    assert {"oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler",
-            "oci://registry-1.docker.io/projecthami/kai-resource-isolator", "kyverno"} <= releases
+    assert {
+        "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler",
+        "oci://registry-1.docker.io/projecthami/kai-resource-isolator",
+        "kyverno",
+    } <= releases
 
 
 def test_gke_stack_outputs(plan_stack: Callable[..., Plan]) -> None:

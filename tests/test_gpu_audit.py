@@ -138,7 +138,8 @@ def test_kai_proof_pods_are_limited_once_the_isolator_and_the_device_policy_muta
 def test_gke_mps_proof_pods_are_limited_by_mps(plan_stack) -> None:
     pods = _planned_pods(plan_stack("gke-mps"))
     assert {n: audit.classify(p)["reason"] for n, p in pods.items() if n.endswith(("-a", "-b"))} == dict.fromkeys(
-        [n for n in pods if n.endswith(("-a", "-b"))], "mps")
+        [n for n in pods if n.endswith(("-a", "-b"))], "mps"
+    )
 
 
 @pytest.mark.parametrize("stack", ["k3s", "cluster", "gke"])

@@ -8,8 +8,14 @@ from components.config import GkeConfig, GpuConfig
 from components.gpus import ATTACHED_TO_N1, GPU_MODELS, GPU_ZONES, ZONES_READ, zone_gpu_problem
 from components.plan import main
 
-L4_IN_A_ZONE_WITHOUT_G2 = ("-c", "gpushare:gke.zone=us-central1-f", "-c", "gpushare:gke.machineType=g2-standard-4",
-                           "-c", "gpushare:gpu.type=nvidia-l4")
+L4_IN_A_ZONE_WITHOUT_G2 = (
+    "-c",
+    "gpushare:gke.zone=us-central1-f",
+    "-c",
+    "gpushare:gke.machineType=g2-standard-4",
+    "-c",
+    "gpushare:gpu.type=nvidia-l4",
+)
 
 
 def test_an_l4_in_a_zone_without_g2_is_refused_naming_the_zone_key_the_fix_and_the_override(capsys) -> None:
@@ -39,8 +45,9 @@ def test_a_t4_in_a_zone_without_it_is_refused_with_the_same_region_first(capsys)
     assert main(["gke", "-c", "gpushare:gke.zone=asia-northeast1-b"]) == 2
     line = capsys.readouterr().err.strip()
     assert line.startswith("error: gpushare:gke.zone: asia-northeast1-b offers no nvidia-tesla-t4"), line
-    assert ("nearest first: asia-northeast1-a, asia-northeast1-c, asia-northeast3-b, asia-northeast3-c, "
-            "asia-east1-a —") in line, line
+    assert (
+        "nearest first: asia-northeast1-a, asia-northeast1-c, asia-northeast3-b, asia-northeast3-c, asia-east1-a —"
+    ) in line, line
 
 
 def test_the_gke_default_card_in_the_gke_default_zone_passes_the_zone_check(capsys) -> None:
@@ -50,9 +57,13 @@ def test_the_gke_default_card_in_the_gke_default_zone_passes_the_zone_check(caps
     assert main(["gke"]) == 0, capsys.readouterr().err
 
 
-REFUSED = [("us-central1-f", "nvidia-l4"), ("asia-northeast1-b", "nvidia-tesla-t4"),
-           ("us-central1-b", "nvidia-tesla-p100"), ("us-east1-b", "nvidia-tesla-p4"),
-           ("asia-northeast1-a", "nvidia-tesla-v100")]
+REFUSED = [
+    ("us-central1-f", "nvidia-l4"),
+    ("asia-northeast1-b", "nvidia-tesla-t4"),
+    ("us-central1-b", "nvidia-tesla-p100"),
+    ("us-east1-b", "nvidia-tesla-p4"),
+    ("asia-northeast1-a", "nvidia-tesla-v100"),
+]
 
 
 @pytest.mark.parametrize(("zone", "card"), REFUSED)
@@ -61,10 +72,17 @@ def test_a_card_in_a_zone_its_row_lacks_is_refused_naming_the_card(zone: str, ca
     assert problem is not None and problem.startswith(f"{zone} offers no {card} "), problem
 
 
-ALLOWED = [("asia-northeast1-a", "nvidia-l4"), ("us-central1-b", "nvidia-l4"), ("us-central1-f", "nvidia-tesla-t4"),
-           ("asia-northeast1-a", "nvidia-tesla-t4"), ("us-central1-f", "nvidia-tesla-p100"),
-           ("us-west2-c", "nvidia-tesla-p4"), ("europe-west4-b", "nvidia-tesla-v100"),
-           ("mars-north1-a", "nvidia-a100-80gb"), ("mars-north1-a", "nvidia-rtx-pro-6000")]
+ALLOWED = [
+    ("asia-northeast1-a", "nvidia-l4"),
+    ("us-central1-b", "nvidia-l4"),
+    ("us-central1-f", "nvidia-tesla-t4"),
+    ("asia-northeast1-a", "nvidia-tesla-t4"),
+    ("us-central1-f", "nvidia-tesla-p100"),
+    ("us-west2-c", "nvidia-tesla-p4"),
+    ("europe-west4-b", "nvidia-tesla-v100"),
+    ("mars-north1-a", "nvidia-a100-80gb"),
+    ("mars-north1-a", "nvidia-rtx-pro-6000"),
+]
 
 
 @pytest.mark.parametrize(("zone", "card"), ALLOWED)

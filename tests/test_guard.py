@@ -89,12 +89,16 @@ def test_the_extra_exempt_namespaces_join_the_stacks_own(plan_stack) -> None:
 # --- the guard's API: ValidatingAdmissionPolicy v1 is served from Kubernetes 1.30 -------------------------------
 
 
-@pytest.mark.parametrize(("stack", "version_key", "old", "new"), [
-    ("k3s", "k3s.version", "v1.29.15+k3s1", "v1.30.0+k3s1"),
-    ("cluster", "cluster.kubernetesVersion", "v1.29.4", "v1.30.2"),
-])
+@pytest.mark.parametrize(
+    ("stack", "version_key", "old", "new"),
+    [
+        ("k3s", "k3s.version", "v1.29.15+k3s1", "v1.30.0+k3s1"),
+        ("cluster", "cluster.kubernetesVersion", "v1.29.4", "v1.30.2"),
+    ],
+)
 def test_a_server_older_than_1_30_is_refused_naming_the_version_key_and_the_fix(
-        stack: str, version_key: str, old: str, new: str) -> None:
+    stack: str, version_key: str, old: str, new: str
+) -> None:
     from components.config import ConfigError
     from components.plan import run
 
@@ -105,6 +109,7 @@ def test_a_server_older_than_1_30_is_refused_naming_the_version_key_and_the_fix(
     assert "gpushare:guard.mode to off" in message and "\n" not in message
     # 1.30 itself plans the policy; an older server with the guard off plans no policy.
     assert run(stack, [f"gpushare:{version_key}={new}"]).find(
-        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+    )
     off = run(stack, [f"gpushare:{version_key}={old}", "gpushare:guard.mode=off"])
     assert not off.find("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")

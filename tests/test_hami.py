@@ -23,8 +23,13 @@ VERSIONS = sorted(hami.CHART_KEYS)
 MIRROR = "registry.example.internal:5000"
 CARDS = {  # a 24, a 48 and a 96 GB card: a VM's machine type carries the first and last; the A6000 is a host's
     "24GB": ("gpushare:gpu.type=nvidia-l4", "gpushare:vm.machineType=g2-standard-8"),
-    "48GB": ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
-             "gpushare:host.privateKey=key", "gpushare:gpu.type=nvidia-rtx-a6000"),
+    "48GB": (
+        "gpushare:platform=existing-host",
+        "gpushare:vm=null",
+        "gpushare:host.address=192.0.2.50",
+        "gpushare:host.privateKey=key",
+        "gpushare:gpu.type=nvidia-rtx-a6000",
+    ),
     "96GB": ("gpushare:gpu.type=nvidia-rtx-pro-6000", "gpushare:vm.machineType=g4-standard-48"),
 }
 
@@ -246,7 +251,8 @@ def test_hami_mirror_reaches_every_registry_key_of_the_chart(version):
     # Each under the catch-all mirror with its upstream host kept: docker.io → <mirror>/docker.io.
     mirrors = Mirrors(default=MIRROR)
     assert {path: _get(values, path) for path in expected} == {
-        path: mirrors.location(_get(reference, path)) for path in expected}
+        path: mirrors.location(_get(reference, path)) for path in expected
+    }
     for path in _repositories_with_host(reference):
         assert _get(values, path).startswith(f"{MIRROR}/"), ".".join(path)
 
@@ -256,8 +262,10 @@ def test_hami_every_registry_value_rendered_is_the_mirror(version):
     values = _mirrored_values(version)
     rendered = _registry_keys(values)
     assert rendered
-    assert {_get(values, path) for path in rendered} == {f"{MIRROR}/docker.io",
-                                                          f"{MIRROR}/registry.cn-hangzhou.aliyuncs.com"}
+    assert {_get(values, path) for path in rendered} == {
+        f"{MIRROR}/docker.io",
+        f"{MIRROR}/registry.cn-hangzhou.aliyuncs.com",
+    }
 
 
 def test_hami_without_mirror_sets_no_registry(plan_stack):
@@ -312,8 +320,16 @@ def test_hami_proof_node_registration_and_allocation(proof_plan):
 
 def test_hami_proof_checks_without_cores(proof_plan):
     proof = proof_plan()["proof"]
-    assert proof["checks"] == ["same-gpu", "view-isolation", "quota-injection", "memory-enforced",
-                               "neighbor-isolation", "preload-mechanism", "overcommit-rejected", "fault-isolation"]
+    assert proof["checks"] == [
+        "same-gpu",
+        "view-isolation",
+        "quota-injection",
+        "memory-enforced",
+        "neighbor-isolation",
+        "preload-mechanism",
+        "overcommit-rejected",
+        "fault-isolation",
+    ]
     assert list(proof["notes"]) == []  # the proof says "software isolation, not MIG" once, for every system
 
 
@@ -369,9 +385,15 @@ def test_hami_sizing_differs_between_24_and_96_gb_cards():
 
 @pytest.mark.parametrize("variant", ["vm", "existing-host"])
 def test_k3s_every_kubernetes_object_validates(plan_stack, variant):
-    overrides = () if variant == "vm" else (
-        "gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
-        "gpushare:host.privateKey=key",
+    overrides = (
+        ()
+        if variant == "vm"
+        else (
+            "gpushare:platform=existing-host",
+            "gpushare:vm=null",
+            "gpushare:host.address=192.0.2.50",
+            "gpushare:host.privateKey=key",
+        )
     )
     objects = k8s_schema.objects_in(plan_stack("k3s", *overrides))
     assert objects, "the k3s plan creates no Kubernetes objects (the proof Pods are missing)"

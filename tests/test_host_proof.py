@@ -261,8 +261,9 @@ def test_the_record_renders_the_comparison_and_the_docs_from_the_h200_numbers(
             for result in out.values():
                 result["env"]["NVIDIA_VISIBLE_DEVICES"] = uuid
         logs = {p: {"phase": "Succeeded", "logs": real_fixtures.probe_log(o)} for p, o in outputs.items()}
-        judged = before_the_steps(replace(expectation.host_expect(cluster["expect"], mech, env[mech], 143771),
-                                          provenance=False))
+        judged = before_the_steps(
+            replace(expectation.host_expect(cluster["expect"], mech, env[mech], 143771), provenance=False)
+        )
         verdict = judge.judge(judged, {"pods": logs})  # recorded before the probes printed their Pod
         verdict = {**verdict, "notRunOnHost": {}, "stack": "cluster", "setup": mech, "card": {"mib": 143771}}
         (record_dir / f"cluster-{mech}").mkdir(parents=True)

@@ -35,9 +35,7 @@ def test_recorded_lab_run_passes_every_planned_check(stack: str) -> None:
     expect, evidence = load(stack)
     result = judge.judge(expect, evidence)
     assert tuple(c["id"] for c in result["checks"]) == expect.checks
-    assert all(c["passed"] is True for c in result["checks"]), [
-        c for c in result["checks"] if not c["passed"]
-    ]
+    assert all(c["passed"] is True for c in result["checks"]), [c for c in result["checks"] if not c["passed"]]
     assert result["passed"] is True
     assert set(expect.checks) <= set(CHECK_IDS)
 
@@ -129,9 +127,7 @@ def test_same_gpu_fails_when_the_pods_are_on_different_gpus() -> None:
 
 def test_same_gpu_fails_when_the_hami_allocation_names_another_card() -> None:
     expect, evidence = load("k3s")
-    evidence["pods"]["hami-share-b"]["annotations"]["hami.io/vgpu-devices-allocated"] = (
-        "GPU-other,NVIDIA,8000,0:;"
-    )
+    evidence["pods"]["hami-share-b"]["annotations"]["hami.io/vgpu-devices-allocated"] = "GPU-other,NVIDIA,8000,0:;"
     failed = check(judge.judge(expect, evidence), "same-gpu")
     assert failed["passed"] is False and "GPU-other" in failed["observed"]
 
@@ -139,9 +135,7 @@ def test_same_gpu_fails_when_the_hami_allocation_names_another_card() -> None:
 def test_overcommit_rejected_fails_when_the_overcommit_pod_is_scheduled() -> None:
     expect, evidence = load("k3s")
     pod = evidence["pods"]["hami-oversubscribe"]
-    pod.update(
-        phase="Running", nodeName="hami-lab-rtx6000", events=[{"reason": "Scheduled", "message": "ok"}]
-    )
+    pod.update(phase="Running", nodeName="hami-lab-rtx6000", events=[{"reason": "Scheduled", "message": "ok"}])
     failed = check(judge.judge(expect, evidence), "overcommit-rejected")
     assert failed["passed"] is False
     assert "was scheduled" in failed["observed"] and "FilteringFailed" in failed["observed"]
@@ -359,9 +353,7 @@ def test_node_register_parses_hami_2_9_0_and_2_10_0_forms() -> None:
         '[{"id":"GPU-3c4a","count":10,"devmem":97887,"devcore":100,"type":"NVIDIA RTX PRO 6000",'
         '"mode":"hami-core","health":true,"devicepairscore":{}}]'
     )
-    v2100 = (
-        '[{"id":"GPU-fb00","count":10,"devmem":15360,"devcore":100,"type":"NVIDIA-Tesla T4","health":true}]'
-    )
+    v2100 = '[{"id":"GPU-fb00","count":10,"devmem":15360,"devcore":100,"type":"NVIDIA-Tesla T4","health":true}]'
     v2100_indexed = '[{"id":"GPU-1","index":1,"count":10,"devmem":15360,"numa":1,"health":true}]'
     assert parse.parse_node_register(v290)[0] | {} == {
         "id": "GPU-3c4a", "index": 0, "count": 10, "devmem": 97887, "devcore": 100,
@@ -423,7 +415,8 @@ def test_compute_limited_judges_only_the_pods_that_measure_compute() -> None:
     expect, evidence = load("cluster")
     expect = replace(expect, compute_pods=("gpu-slice-a",))
     lines = [
-        ln for ln in evidence["pods"]["gpu-slice-b"]["logs"].splitlines()
+        ln
+        for ln in evidence["pods"]["gpu-slice-b"]["logs"].splitlines()
         if not (ln.startswith("{") and json.loads(ln).get("probe") == "compute")
     ]
     evidence["pods"]["gpu-slice-b"]["logs"] = "\n".join(lines) + "\n"

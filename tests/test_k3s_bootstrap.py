@@ -78,7 +78,7 @@ def test_config_script_writes_the_rendered_file(tmp_path):
 
 def test_k3s_install_pins_the_version():
     script = kb.render_k3s_install_script(VERSION, "hami-lab-rtx6000")
-    assert 'want=v1.36.2+k3s1' in script
+    assert "want=v1.36.2+k3s1" in script
     assert 'INSTALL_K3S_VERSION="$want" sh -' in script
 
 
@@ -174,10 +174,13 @@ def test_kubeconfig_read_prints_the_k3s_file_whole(tmp_path):
     assert result.returncode == 0 and result.stdout.strip() == MOCK_KUBECONFIG.strip()
 
 
-@pytest.mark.parametrize("cat_body", [
-    'printf "apiVersion: v1\\nusers:\\n- token: half"; exit 1',  # the read fails after part of the file
-    'printf "apiVersion: v1\\nclusters: []"',  # k3s has not written the whole file yet
-])
+@pytest.mark.parametrize(
+    "cat_body",
+    [
+        'printf "apiVersion: v1\\nusers:\\n- token: half"; exit 1',  # the read fails after part of the file
+        'printf "apiVersion: v1\\nclusters: []"',  # k3s has not written the whole file yet
+    ],
+)
 def test_a_failing_kubeconfig_step_prints_nothing_its_error_could_carry(tmp_path, cat_body):
     # pulumi-command v1.2.1 provider/pkg/provider/remote/commandOutputs.go:101: a failing step's error has its stdout.
     result = _kubeconfig_read_with(tmp_path, cat_body)

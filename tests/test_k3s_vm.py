@@ -143,8 +143,11 @@ def test_credentials_without_the_permission_fail_at_once_naming_it() -> None:
 def test_a_vm_that_never_publishes_its_host_key_fails_with_the_command_to_check() -> None:
     from components.platform import guest_attributes as ga
 
-    with pytest.raises(ga.Refused, match=r"hostkeys/ssh-ed25519 after 10s \(last: published nothing yet\).*"
-                                         r"gcloud compute instances get-guest-attributes"):
+    with pytest.raises(
+        ga.Refused,
+        match=r"hostkeys/ssh-ed25519 after 10s \(last: published nothing yet\).*"
+        r"gcloud compute instances get-guest-attributes",
+    ):
         ga.read(Answers((200, {"variableValue": ""})), VM_URL, "t", tries=2, interval_s=5, sleep=lambda _: None)
 
 
@@ -168,7 +171,8 @@ def test_the_host_key_step_runs_the_read_once_per_instance(plan_stack):
     assert step["inputs"]["triggers"] == ["1234567890123456789"]  # the instance id: replaced only with the VM
     # The instance's selfLink, so the read needs no project or zone of its own.
     assert step["inputs"]["environment"]["GPUSHARE_INSTANCE_URL"].startswith(
-        "https://www.googleapis.com/compute/v1/projects/mock-project/zones/us-central1-b/instances/")
+        "https://www.googleapis.com/compute/v1/projects/mock-project/zones/us-central1-b/instances/"
+    )
 
 
 def test_k3s_instance_is_a_spot_g4_with_ubuntu_2204(plan_stack):

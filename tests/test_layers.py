@@ -50,8 +50,12 @@ SETTINGS = sorted(COMPONENTS.glob("*/settings.py"))
 def test_config_imports_only_the_ground_floor_and_the_sections_beside_the_components() -> None:
     above = ("components.compose", "components.platform", "components.gpu", "components.verify")
     for path in sorted((COMPONENTS / "config").glob("*.py")):
-        wrong = {m for m in imported_modules(path) for f in above
-                 if (m == f or m.startswith(f + ".")) and not (m.endswith(".settings") or ".settings." in m)}
+        wrong = {
+            m
+            for m in imported_modules(path)
+            for f in above
+            if (m == f or m.startswith(f + ".")) and not (m.endswith(".settings") or ".settings." in m)
+        }
         assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
 
 
@@ -62,8 +66,11 @@ def test_each_layer_declares_its_sections_beside_its_components() -> None:
 @pytest.mark.parametrize("path", SETTINGS, ids=[p.parent.name for p in SETTINGS])
 def test_a_section_module_imports_no_pulumi_and_nothing_above_the_ground_floor(path: Path) -> None:
     allowed = ("components.validate", "components.contracts.settings", "components.gke_sharing")
-    wrong = {m for m in imported_modules(path) if m.startswith(("pulumi", "components."))
-             and not m.startswith(allowed) and m != "components"}
+    wrong = {
+        m
+        for m in imported_modules(path)
+        if m.startswith(("pulumi", "components.")) and not m.startswith(allowed) and m != "components"
+    }
     assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
 
 

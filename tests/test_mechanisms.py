@@ -60,6 +60,7 @@ def test_mps_memory_enforced_fails_when_the_refusal_is_not_at_the_free_memory_th
 
 def test_mps_memory_enforced_fails_when_free_memory_shows_no_limit() -> None:
     expect, evidence = mps_run()
+
     def no_limit(r: dict[str, Any]) -> None:
         r["visible_free_mib"] = 15000
         set_largest(r, 15000)
@@ -72,8 +73,12 @@ def test_mps_memory_enforced_fails_when_free_memory_shows_no_limit() -> None:
 
 def test_mps_compute_is_read_from_the_thread_percentage_not_hami_cores_sm_limit() -> None:
     expect, evidence = mps_run()
-    edit_probe(evidence, "gpu-slice-a", lambda r: r["env"].update(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=None,
-                                                                 CUDA_DEVICE_SM_LIMIT="30"), probe="compute")
+    edit_probe(
+        evidence,
+        "gpu-slice-a",
+        lambda r: r["env"].update(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=None, CUDA_DEVICE_SM_LIMIT="30"),
+        probe="compute",
+    )
     failed = check(judge.judge(expect, evidence), "compute-limited")
     assert failed["passed"] is False and "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=None, expected 30" in failed["observed"]
 
@@ -86,8 +91,11 @@ def test_hami_core_view_isolation_fails_where_mps_would_report_the_whole_card_as
 
 def test_a_kept_view_that_shows_the_slice_is_not_the_whole_card() -> None:
     expect, evidence = mps_run()
-    edit_probe(evidence, "gpu-slice-b", lambda r: r.update(visible_total_mib=4000, nvml_total_mib=4000,
-                                                           nvml_free_mib=min(r["nvml_free_mib"], 4000)))
+    edit_probe(
+        evidence,
+        "gpu-slice-b",
+        lambda r: r.update(visible_total_mib=4000, nvml_total_mib=4000, nvml_free_mib=min(r["nvml_free_mib"], 4000)),
+    )
     failed = check(judge.judge(expect, evidence), "view-isolation")
     assert failed["passed"] is False
     assert f"NVML total is 4000 MiB, not the card's {expect.card_mib}" in failed["observed"]
@@ -95,8 +103,12 @@ def test_a_kept_view_that_shows_the_slice_is_not_the_whole_card() -> None:
 
 def test_time_sharing_fails_memory_and_compute_with_the_reason_and_the_measurement() -> None:
     expect, evidence = mps_run()
-    expect = replace(expect, mechanism="time-sharing", limit_env={},
-                     checks=("same-gpu", "view-isolation", "memory-enforced", "neighbor-isolation", "compute-limited"))
+    expect = replace(
+        expect,
+        mechanism="time-sharing",
+        limit_env={},
+        checks=("same-gpu", "view-isolation", "memory-enforced", "neighbor-isolation", "compute-limited"),
+    )
     result = judge.judge(expect, evidence)
     assert result["passed"] is False
     assert {c["id"] for c in result["checks"] if not c["passed"]} == {
@@ -105,8 +117,9 @@ def test_time_sharing_fails_memory_and_compute_with_the_reason_and_the_measureme
     memory = check(result, "memory-enforced")
     assert memory["observed"] == "time-sharing enforces no memory limit: each Pod may take the whole card"
     a = probe_line(evidence, "gpu-slice-a")
-    assert f"largest allocation {a['largest_alloc_mib']} MiB of the {a['visible_total_mib']} MiB it sees" in (
-        memory["evidence"]
+    assert (
+        f"largest allocation {a['largest_alloc_mib']} MiB of the {a['visible_total_mib']} MiB it sees"
+        in (memory["evidence"])
     )
     assert "fails by design" in memory["expected"]
     assert check(result, "compute-limited")["observed"].startswith("time-sharing enforces no compute limit")

@@ -53,8 +53,10 @@ def test_an_image_reference_splits_into_its_registry_host_and_path(image: str, h
 
 
 def test_each_upstream_goes_to_its_own_mirror_and_the_rest_to_the_default() -> None:
-    mirrors = Mirrors(by_host={"docker.io": "harbor.example.com/dockerhub", "nvcr.io": "harbor.example.com/nvcr"},
-                      default="registry.local:5000/all")
+    mirrors = Mirrors(
+        by_host={"docker.io": "harbor.example.com/dockerhub", "nvcr.io": "harbor.example.com/nvcr"},
+        default="registry.local:5000/all",
+    )
     assert mirrors.image("python:3.12") == "harbor.example.com/dockerhub/library/python:3.12"
     assert mirrors.image("nvcr.io/nvidia/gpu-operator:v26.7.0") == "harbor.example.com/nvcr/nvidia/gpu-operator:v26.7.0"
     assert mirrors.image("ghcr.io/org/img:1") == "registry.local:5000/all/ghcr.io/org/img:1"
@@ -63,9 +65,11 @@ def test_each_upstream_goes_to_its_own_mirror_and_the_rest_to_the_default() -> N
 def test_the_catch_all_mirror_keeps_each_upstream_host_so_kyvernos_two_registries_stay_apart() -> None:
     mirrors = Mirrors(default="harbor.example.com/mirror")
     assert mirrors.image("ghcr.io/kyverno/readiness-checker:v1.18.2") == (
-        "harbor.example.com/mirror/ghcr.io/kyverno/readiness-checker:v1.18.2")
+        "harbor.example.com/mirror/ghcr.io/kyverno/readiness-checker:v1.18.2"
+    )
     assert mirrors.image("reg.kyverno.io/kyverno/readiness-checker:v1.18.2") == (
-        "harbor.example.com/mirror/reg.kyverno.io/kyverno/readiness-checker:v1.18.2")
+        "harbor.example.com/mirror/reg.kyverno.io/kyverno/readiness-checker:v1.18.2"
+    )
     assert mirrors.location("reg.kyverno.io") == "harbor.example.com/mirror/reg.kyverno.io"
     assert mirrors.image("python:3.12") == "harbor.example.com/mirror/docker.io/library/python:3.12"
     # A port cannot be part of a path component (distribution/reference/regexp.go): it is joined by `-`.
@@ -115,22 +119,37 @@ def test_no_mirror_leaves_every_image_as_written() -> None:
 
 
 def test_registry_mirrors_and_image_registry_make_one_mirrors_object() -> None:
-    cfg = _parse("cluster", 'gpushare:registryMirrors={"nvcr.io": "harbor.example.com/nvcr"}',
-                 "gpushare:imageRegistry=registry.local:5000/all")
+    cfg = _parse(
+        "cluster",
+        'gpushare:registryMirrors={"nvcr.io": "harbor.example.com/nvcr"}',
+        "gpushare:imageRegistry=registry.local:5000/all",
+    )
     assert cfg.mirrors == Mirrors(by_host={"nvcr.io": "harbor.example.com/nvcr"}, default="registry.local:5000/all")
 
 
 @pytest.mark.parametrize(
     ("override", "key", "fix"),
     [
-        ('gpushare:registryMirrors={"docker": "harbor.example.com/dockerhub"}', 'gpushare:registryMirrors["docker"]',
-         "such as docker.io"),
-        ('gpushare:registryMirrors={"https://nvcr.io": "harbor.example.com/nvcr"}',
-         'gpushare:registryMirrors["https://nvcr.io"]', "such as docker.io"),
-        ('gpushare:registryMirrors={"nvcr.io": "harbor.example.com/NVCR"}', 'gpushare:registryMirrors["nvcr.io"]',
-         "harbor.example.com/dockerhub"),
-        ('gpushare:registryMirrors={"nvcr.io": "harbor.example.com/nvcr/"}', 'gpushare:registryMirrors["nvcr.io"]',
-         "without"),
+        (
+            'gpushare:registryMirrors={"docker": "harbor.example.com/dockerhub"}',
+            'gpushare:registryMirrors["docker"]',
+            "such as docker.io",
+        ),
+        (
+            'gpushare:registryMirrors={"https://nvcr.io": "harbor.example.com/nvcr"}',
+            'gpushare:registryMirrors["https://nvcr.io"]',
+            "such as docker.io",
+        ),
+        (
+            'gpushare:registryMirrors={"nvcr.io": "harbor.example.com/NVCR"}',
+            'gpushare:registryMirrors["nvcr.io"]',
+            "harbor.example.com/dockerhub",
+        ),
+        (
+            'gpushare:registryMirrors={"nvcr.io": "harbor.example.com/nvcr/"}',
+            'gpushare:registryMirrors["nvcr.io"]',
+            "without",
+        ),
         ("gpushare:imageRegistry=https://harbor.example.com", "gpushare:imageRegistry", "host and path only"),
     ],
 )
@@ -184,8 +203,9 @@ def test_a_refused_chart_source_registers_nothing(tmp_path: Path, capsys) -> Non
 
 
 def _spec(source: ChartSource | None) -> ChartRelease:
-    return ChartRelease("hami", "hami", "2.9.0", "kube-system", {}, repo="https://project-hami.github.io/HAMi",
-                        source=source)
+    return ChartRelease(
+        "hami", "hami", "2.9.0", "kube-system", {}, repo="https://project-hami.github.io/HAMi", source=source
+    )
 
 
 def test_a_chart_comes_from_its_public_repository_by_default() -> None:
@@ -194,18 +214,23 @@ def test_a_chart_comes_from_its_public_repository_by_default() -> None:
 
 def test_a_chart_from_a_private_oci_registry_is_that_registrys_reference() -> None:
     assert chart_location(_spec(ChartSource(repository="oci://harbor.example.com/charts/"))) == (
-        "oci://harbor.example.com/charts/hami", None)
+        "oci://harbor.example.com/charts/hami",
+        None,
+    )
 
 
 def test_a_chart_from_a_private_helm_repository_keeps_its_name() -> None:
     assert chart_location(_spec(ChartSource(repository="https://charts.example.com"))) == (
-        "hami", "https://charts.example.com")
+        "hami",
+        "https://charts.example.com",
+    )
 
 
 def test_a_local_chart_is_installed_from_its_directory_at_the_pinned_version(plan_stack, tmp_path: Path) -> None:
     chart = _local_chart(tmp_path, "hami", "2.9.0")
-    inputs = plan_stack("k3s", f'gpushare:chartSources={{"hami": {{"path": "{chart}"}}}}').one(
-        RELEASE, "hami-release")["inputs"]
+    inputs = plan_stack("k3s", f'gpushare:chartSources={{"hami": {{"path": "{chart}"}}}}').one(RELEASE, "hami-release")[
+        "inputs"
+    ]
     assert (inputs["chart"], inputs["version"]) == (str(chart), "2.9.0")
     assert "repositoryOpts" not in inputs
 
@@ -258,17 +283,24 @@ def _warnings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return warnings
 
 
-def test_a_partial_mirror_map_names_the_upstreams_it_leaves_unmirrored_in_the_plan_and_at_up(fresh_plan,
-                                                                                           monkeypatch) -> None:
+def test_a_partial_mirror_map_names_the_upstreams_it_leaves_unmirrored_in_the_plan_and_at_up(
+    fresh_plan, monkeypatch
+) -> None:
     warnings = _warnings(monkeypatch)
-    plan = fresh_plan("gke", ['gpushare:registryMirrors={"docker.io": "harbor.example.com/dockerhub"}',
-                              "gpushare:verify.failOnViolation=false"], preview=False)
+    plan = fresh_plan(
+        "gke",
+        [
+            'gpushare:registryMirrors={"docker.io": "harbor.example.com/dockerhub"}',
+            "gpushare:verify.failOnViolation=false",
+        ],
+        preview=False,
+    )
     upstream = [image for image in plan.outputs["images"] if not image.startswith("harbor.example.com/")]
     assert upstream and plan.outputs["unmirroredRegistries"] == ["ghcr.io", "reg.kyverno.io"]
     assert {split_reference(image)[0] for image in upstream} == {"ghcr.io", "reg.kyverno.io"}
     (warning,) = [w for w in warnings if w.startswith("gpushare:registryMirrors:")]
     assert "ghcr.io, reg.kyverno.io have no mirror" in warning and f"{len(upstream)} of" in warning
-    assert "gpushare:registryMirrors[\"ghcr.io\"]" in warning and "gpushare:imageRegistry" in warning
+    assert 'gpushare:registryMirrors["ghcr.io"]' in warning and "gpushare:imageRegistry" in warning
 
 
 @pytest.mark.parametrize("stack", STACKS)

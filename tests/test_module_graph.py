@@ -90,6 +90,9 @@ def test_the_cycle_finder_finds_a_cycle_through_three_modules() -> None:
 
 
 def test_no_file_in_components_is_over_500_lines() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "components").rglob("*.py"))
-            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sorted((ROOT / "components").rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
     assert long == {}

@@ -30,11 +30,21 @@ HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.ad
 SIZED_BY_THE_T4 = ("gpushare:verify.sliceMiB=null", "gpushare:verify.extraGiB=null", "gpushare:verify.sweepGiB=null")
 
 TWO_CARDS = {
-    "k3s-vm g4-standard-96": ("k3s", "hami-lab-rtx6000",
-                              ("gpushare:vm.machineType=g4-standard-96", "gpushare:gpu.perNode=2")),
-    "k3s-vm n1 + 2 T4": ("k3s", "hami-lab-rtx6000",
-                         ("gpushare:vm.machineType=n1-standard-8", "gpushare:gpu.type=nvidia-tesla-t4",
-                          "gpushare:gpu.perNode=2", *SIZED_BY_THE_T4)),
+    "k3s-vm g4-standard-96": (
+        "k3s",
+        "hami-lab-rtx6000",
+        ("gpushare:vm.machineType=g4-standard-96", "gpushare:gpu.perNode=2"),
+    ),
+    "k3s-vm n1 + 2 T4": (
+        "k3s",
+        "hami-lab-rtx6000",
+        (
+            "gpushare:vm.machineType=n1-standard-8",
+            "gpushare:gpu.type=nvidia-tesla-t4",
+            "gpushare:gpu.perNode=2",
+            *SIZED_BY_THE_T4,
+        ),
+    ),
     "existing host": ("k3s", "hami-lab-rtx6000", (*HOST, "gpushare:gpu.perNode=2")),
     "cluster": ("cluster", "node", ("gpushare:gpu.perNode=2",)),
 }
@@ -83,7 +93,8 @@ def test_the_node_is_read_only_after_a_gate_saw_hami_register_its_cards(two_card
     assert env["GATE_READY"] == f"annotation:{REGISTER}"
     assert "hami-release" in job["dependsOn"]
     assert plan.one(ROLE, "hami-registered-reader")["inputs"]["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "resourceNames": [node], "verbs": ["get"]}]
+        {"apiGroups": [""], "resources": ["nodes"], "resourceNames": [node], "verbs": ["get"]}
+    ]
     for name in PINNED:
         assert "hami-node" in _pods(plan)[name]["dependsOn"], name
 
@@ -129,13 +140,16 @@ def test_without_a_proof_a_two_card_node_is_neither_gated_nor_read(plan_stack) -
     assert plan.find(NODE) == [] and "hami-registered-job" not in [j["name"] for j in plan.find(JOB)]
 
 
-@pytest.mark.parametrize(("stack", "device_env"), [
-    ("k3s", ("CUDA_DEVICE_MEMORY_LIMIT_0",)),
-    ("cluster", ("CUDA_DEVICE_MEMORY_LIMIT_0",)),
-    ("gke", ("CUDA_DEVICE_MEMORY_LIMIT",)),
-    ("gke-mps", ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",)),
-    ("gke-time-sharing", ()),
-])
+@pytest.mark.parametrize(
+    ("stack", "device_env"),
+    [
+        ("k3s", ("CUDA_DEVICE_MEMORY_LIMIT_0",)),
+        ("cluster", ("CUDA_DEVICE_MEMORY_LIMIT_0",)),
+        ("gke", ("CUDA_DEVICE_MEMORY_LIMIT",)),
+        ("gke-mps", ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",)),
+        ("gke-time-sharing", ()),
+    ],
+)
 def test_each_mechanism_names_the_per_device_limit_it_injects_for_a_one_card_pod(stack, device_env, plan_stack):
     expect = _verifier_expectation(plan_stack(stack))
     assert expect.device_limit_env == device_env
@@ -147,13 +161,32 @@ def test_kais_whole_gpu_pod_is_on_card_0_the_only_card(plan_stack) -> None:
     assert (expect.whole_gpu_pod, expect.whole_gpu_card_index) == ("gpushare-whole-gpu", 0)
 
 
-@pytest.mark.parametrize(("overrides", "accelerators", "machine"), [
-    (("gpushare:vm.machineType=g4-standard-96", "gpushare:gpu.perNode=2"), None, "g4-standard-96"),
-    (("gpushare:vm.machineType=n1-standard-8", "gpushare:gpu.type=nvidia-tesla-t4", "gpushare:gpu.perNode=2",
-      *SIZED_BY_THE_T4), [{"count": 2, "type": "nvidia-tesla-t4"}], "n1-standard-8"),
-    (("gpushare:vm.machineType=n1-standard-8", "gpushare:gpu.type=nvidia-tesla-t4", "gpushare:gpu.perNode=4",
-      *SIZED_BY_THE_T4), [{"count": 4, "type": "nvidia-tesla-t4"}], "n1-standard-8"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "accelerators", "machine"),
+    [
+        (("gpushare:vm.machineType=g4-standard-96", "gpushare:gpu.perNode=2"), None, "g4-standard-96"),
+        (
+            (
+                "gpushare:vm.machineType=n1-standard-8",
+                "gpushare:gpu.type=nvidia-tesla-t4",
+                "gpushare:gpu.perNode=2",
+                *SIZED_BY_THE_T4,
+            ),
+            [{"count": 2, "type": "nvidia-tesla-t4"}],
+            "n1-standard-8",
+        ),
+        (
+            (
+                "gpushare:vm.machineType=n1-standard-8",
+                "gpushare:gpu.type=nvidia-tesla-t4",
+                "gpushare:gpu.perNode=4",
+                *SIZED_BY_THE_T4,
+            ),
+            [{"count": 4, "type": "nvidia-tesla-t4"}],
+            "n1-standard-8",
+        ),
+    ],
+)
 def test_the_k3s_vm_gets_the_cards_its_machine_carries_or_gce_attaches(overrides, accelerators, machine, plan_stack):
     plan = plan_stack("k3s", *overrides)
     vm = plan.one(INSTANCE)["inputs"]
@@ -164,8 +197,9 @@ def test_the_k3s_vm_gets_the_cards_its_machine_carries_or_gce_attaches(overrides
 
 
 def test_the_mocked_node_registers_two_cards_in_map_order_as_hami_does() -> None:
-    answers = GpushareMocks().new_resource(MockResourceArgs(typ=NODE, name="n", inputs={}, provider=None,
-                                                            resource_id="gpu-1"))
+    answers = GpushareMocks().new_resource(
+        MockResourceArgs(typ=NODE, name="n", inputs={}, provider=None, resource_id="gpu-1")
+    )
     node_id, state = answers
     assert node_id == "gpu-1"
     cards = parse_node_register(state["metadata"]["annotations"][REGISTER])
@@ -176,11 +210,20 @@ def test_the_mocked_node_registers_two_cards_in_map_order_as_hami_does() -> None
 
 # --- the card, from the register annotation ---------------------------------------------------------------------
 
-V2_10_TWO_CARDS = json.dumps([
-    {"id": "GPU-bbbb", "index": 1, "count": 10, "devmem": 15360, "devcore": 100, "type": "NVIDIA-Tesla T4",
-     "health": True},
-    {"id": "GPU-aaaa", "count": 10, "devmem": 15360, "devcore": 100, "type": "NVIDIA-Tesla T4", "health": True},
-])
+V2_10_TWO_CARDS = json.dumps(
+    [
+        {
+            "id": "GPU-bbbb",
+            "index": 1,
+            "count": 10,
+            "devmem": 15360,
+            "devcore": 100,
+            "type": "NVIDIA-Tesla T4",
+            "health": True,
+        },
+        {"id": "GPU-aaaa", "count": 10, "devmem": 15360, "devcore": 100, "type": "NVIDIA-Tesla T4", "health": True},
+    ]
+)
 
 
 def test_card_1_is_found_by_its_index_not_its_place_in_the_list() -> None:
@@ -188,18 +231,22 @@ def test_card_1_is_found_by_its_index_not_its_place_in_the_list() -> None:
     assert registered_card(V2_10_TWO_CARDS, 0, "gpu-1") == "GPU-aaaa"
 
 
-@pytest.mark.parametrize("annotation", [
-    None,
-    "",
-    json.dumps([{"id": "GPU-aaaa", "count": 10, "devmem": 15360, "health": True}]),
-    "GPU-aaaa,10,15360,100,NVIDIA-Tesla T4,0,true:GPU-bbbb,10,15360,100,NVIDIA-Tesla T4,0,true:",
-])
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        None,
+        "",
+        json.dumps([{"id": "GPU-aaaa", "count": 10, "devmem": 15360, "health": True}]),
+        "GPU-aaaa,10,15360,100,NVIDIA-Tesla T4,0,true:GPU-bbbb,10,15360,100,NVIDIA-Tesla T4,0,true:",
+    ],
+)
 def test_a_node_without_a_card_1_fails_up_naming_the_node_and_gpu_per_node(annotation) -> None:
     with pytest.raises(ValueError, match=r"node gpu-1: .*index 1.*gpushare:gpu\.perNode"):
         registered_card(annotation, SHARED_CARD_INDEX, "gpu-1")
 
 
 # --- what the judge is handed --------------------------------------------------------------------------------------
+
 
 def _wire(**changes: Any) -> dict[str, Any]:
     from components.compose.proof import expectations
@@ -214,25 +261,41 @@ def _wire(**changes: Any) -> dict[str, Any]:
     return {**wire, **changes}
 
 
-@pytest.mark.parametrize(("changes", "named"), [
-    ({"cardsPerNode": 2}, "sharedCardIndex is unset"),
-    ({"cardsPerNode": 2, "sharedCardIndex": 0}, "sharedCardIndex is 0"),
-    ({"cardsPerNode": 2, "sharedCardIndex": 2}, "sharedCardIndex is 2"),
-    ({"cardsPerNode": 0}, "cardsPerNode is 0"),
-    ({"pinAnnotation": USE_UUID_ANNOTATION}, "pinAnnotation"),
-    ({"cardsPerNode": 2, "sharedCardIndex": 1, "pinnedPods": ["gpushare-proof-a"]}, "no pinAnnotation"),
-    ({"cardsPerNode": 2, "sharedCardIndex": 1, "pinAnnotation": USE_UUID_ANNOTATION,
-      "pinnedPods": ["gpushare-proof-a"]}, "must name both proof Pods"),
-    ({"wholeGpuCardIndex": 0}, "wholeGpuCardIndex is 0"),
-])
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"cardsPerNode": 2}, "sharedCardIndex is unset"),
+        ({"cardsPerNode": 2, "sharedCardIndex": 0}, "sharedCardIndex is 0"),
+        ({"cardsPerNode": 2, "sharedCardIndex": 2}, "sharedCardIndex is 2"),
+        ({"cardsPerNode": 0}, "cardsPerNode is 0"),
+        ({"pinAnnotation": USE_UUID_ANNOTATION}, "pinAnnotation"),
+        ({"cardsPerNode": 2, "sharedCardIndex": 1, "pinnedPods": ["gpushare-proof-a"]}, "no pinAnnotation"),
+        (
+            {
+                "cardsPerNode": 2,
+                "sharedCardIndex": 1,
+                "pinAnnotation": USE_UUID_ANNOTATION,
+                "pinnedPods": ["gpushare-proof-a"],
+            },
+            "must name both proof Pods",
+        ),
+        ({"wholeGpuCardIndex": 0}, "wholeGpuCardIndex is 0"),
+    ],
+)
 def test_an_expectation_whose_shared_card_cannot_be_judged_is_refused(changes, named) -> None:
     with pytest.raises(ValueError, match=named):
         Expectation.parse(_wire(**changes))
 
 
 def test_the_new_card_fields_round_trip_the_wire() -> None:
-    wire = _wire(cardsPerNode=2, sharedCardIndex=1, sharedCardUuid="GPU-bbbb", pinAnnotation=USE_UUID_ANNOTATION,
-                 pinnedPods=["gpushare-proof-a", "gpushare-proof-b"], deviceLimitEnv=["CUDA_DEVICE_MEMORY_LIMIT_0"])
+    wire = _wire(
+        cardsPerNode=2,
+        sharedCardIndex=1,
+        sharedCardUuid="GPU-bbbb",
+        pinAnnotation=USE_UUID_ANNOTATION,
+        pinnedPods=["gpushare-proof-a", "gpushare-proof-b"],
+        deviceLimitEnv=["CUDA_DEVICE_MEMORY_LIMIT_0"],
+    )
     expect = Expectation.parse(json.dumps(wire))
     assert expect.to_wire() == wire
     assert expect.shared_card_uuid == "GPU-bbbb" and expect.device_limit_env == ("CUDA_DEVICE_MEMORY_LIMIT_0",)
@@ -240,14 +303,26 @@ def test_the_new_card_fields_round_trip_the_wire() -> None:
 
 # --- GKE refuses; the refusal says why -------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("stack", "overrides", "key", "why"), [
-    ("gke", ("gpushare:gpu.perNode=2",), "gpushare:gpu.perNode", "reservation Pod"),
-    ("gke", ("gpushare:gke.machineType=g2-standard-24", "gpushare:gpu.type=nvidia-l4"), "gpushare:gke.machineType",
-     "gkeCdi device policy mounts the devices at admission"),
-    ("gke-mps", ("gpushare:gpu.perNode=4",), "gpushare:gpu.perNode", "nvidiaN/vgpuM"),
-    ("gke-time-sharing", ("gpushare:gke.machineType=a2-highgpu-2g", "gpushare:gpu.type=nvidia-tesla-a100"),
-     "gpushare:gke.machineType", "share one card only by chance"),
-])
+
+@pytest.mark.parametrize(
+    ("stack", "overrides", "key", "why"),
+    [
+        ("gke", ("gpushare:gpu.perNode=2",), "gpushare:gpu.perNode", "reservation Pod"),
+        (
+            "gke",
+            ("gpushare:gke.machineType=g2-standard-24", "gpushare:gpu.type=nvidia-l4"),
+            "gpushare:gke.machineType",
+            "gkeCdi device policy mounts the devices at admission",
+        ),
+        ("gke-mps", ("gpushare:gpu.perNode=4",), "gpushare:gpu.perNode", "nvidiaN/vgpuM"),
+        (
+            "gke-time-sharing",
+            ("gpushare:gke.machineType=a2-highgpu-2g", "gpushare:gpu.type=nvidia-tesla-a100"),
+            "gpushare:gke.machineType",
+            "share one card only by chance",
+        ),
+    ],
+)
 def test_gke_refuses_several_cards_per_node_in_one_line_with_the_reason(stack, overrides, key, why, capsys) -> None:
     argv = [stack]
     for value in overrides:
@@ -261,12 +336,14 @@ def test_gke_refuses_several_cards_per_node_in_one_line_with_the_reason(stack, o
 def test_a_read_mock_keeps_its_id_and_invents_nothing_else() -> None:
     invented = Invented()
     node_id, _ = GpushareMocks(invented=invented).new_resource(
-        MockResourceArgs(typ=NODE, name="n", inputs={}, provider=None, resource_id="gpu-1"))
+        MockResourceArgs(typ=NODE, name="n", inputs={}, provider=None, resource_id="gpu-1")
+    )
     assert node_id == "gpu-1" and "gpu-1" not in invented.contained
     assert invented.contained == {ANSWERS.gpu_uuid_1: READ_AT_UP, ANSWERS.gpu_uuid_0: READ_AT_UP}
 
 
 # --- the read in the plan's contract ------------------------------------------------------------------------------
+
 
 def test_the_node_read_is_a_read_in_the_contract_and_no_change_against_a_plan_that_had_it(plan_stack) -> None:
     import jsonschema

@@ -35,8 +35,9 @@ def test_a_bandwidth_figure_that_contradicts_its_own_timeline_is_not_judgeable_a
     expect, evidence = run("cluster-hami-core", lambda r: r[NEIGHBOUR]["bandwidth"]["gbps"].update(mean=3000.0))
     (found,) = findings(expect, evidence, "bandwidth-neighbour")
     assert found["bypassed"] is None and "alone_gbps" not in found
-    assert found["why"] == ("not judgeable: gpushare-proof-a.bandwidth.gbps.mean: 3000.0, but the timeline's whole"
-                            " seconds give 2485.7")
+    assert found["why"] == (
+        "not judgeable: gpushare-proof-a.bandwidth.gbps.mean: 3000.0, but the timeline's whole seconds give 2485.7"
+    )
 
 
 def test_a_hog_that_copied_outside_the_neighbours_timeline_shows_no_drop() -> None:

@@ -27,8 +27,7 @@ def test_the_offline_urn_is_the_urn_and_state_the_sdk_computes() -> None:
 
     def computed() -> list[tuple[str, bool, bool]]:
         outs = [resource.create_urn(*case) for case in cases]
-        return [(sdk.sync_await(o.future()), sdk.sync_await(o.is_known()), sdk.sync_await(o.is_secret()))
-                for o in outs]
+        return [(sdk.sync_await(o.future()), sdk.sync_await(o.is_known()), sdk.sync_await(o.is_secret())) for o in outs]
 
     expected = computed()
     with sdk.offline_shortcuts():
@@ -82,14 +81,22 @@ def test_the_engine_calls_of_a_plan_of_hundreds_of_nodes_run_on_the_plans_thread
 
 def test_recorded_inputs_read_a_struct_as_json_format_and_plain_do() -> None:
     struct = struct_pb2.Struct()
-    struct.update({
-        "name": "gpu-0", "replicas": 3.0, "ratio": 0.5, "on": True, "off": False, "none": None,
-        "unknown": sdk.UNKNOWN, "list": [1.0, "a", None, [sdk.UNKNOWN], {"k": 2.0}],
-        "secret": {sdk.SIG_KEY: sdk.SECRET_SIG, "value": "hunter2"},
-        "ref": {sdk.SIG_KEY: sdk.RESOURCE_SIG, "urn": "urn:pulumi:s::p::kubernetes:core/v1:Namespace::ns"},
-        "signed": {sdk.SIG_KEY: 7.0, "value": "not special"},
-        "nested": {"deeper": {"x": 1.5e3}, "empty": {}, "empty_list": []},
-    })
+    struct.update(
+        {
+            "name": "gpu-0",
+            "replicas": 3.0,
+            "ratio": 0.5,
+            "on": True,
+            "off": False,
+            "none": None,
+            "unknown": sdk.UNKNOWN,
+            "list": [1.0, "a", None, [sdk.UNKNOWN], {"k": 2.0}],
+            "secret": {sdk.SIG_KEY: sdk.SECRET_SIG, "value": "hunter2"},
+            "ref": {sdk.SIG_KEY: sdk.RESOURCE_SIG, "urn": "urn:pulumi:s::p::kubernetes:core/v1:Namespace::ns"},
+            "signed": {sdk.SIG_KEY: 7.0, "value": "not special"},
+            "nested": {"deeper": {"x": 1.5e3}, "empty": {}, "empty_list": []},
+        }
+    )
     read = _plain_struct(struct)
     expected = _plain(json_format.MessageToDict(struct))
     assert json.dumps(read) == json.dumps(expected)  # the same values, types and key order
@@ -97,10 +104,16 @@ def test_recorded_inputs_read_a_struct_as_json_format_and_plain_do() -> None:
     assert read["replicas"] == 3 and isinstance(read["replicas"], int) and read["ratio"] == 0.5
 
 
-@pytest.mark.parametrize("text", [
-    '["gpu-0", "gpu-1"]', '[]', '[ "a" ,"b" ]', '\n["n1.example.com"]\n',
-    '["with space", "sym!#$%&()*+/:;<=>?@[]^_`{|}~"]',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '["gpu-0", "gpu-1"]',
+        "[]",
+        '[ "a" ,"b" ]',
+        '\n["n1.example.com"]\n',
+        '["with space", "sym!#$%&()*+/:;<=>?@[]^_`{|}~"]',
+    ],
+)
 def test_a_list_of_plain_strings_reads_as_yaml_v3_reads_it(text: str) -> None:
     from components.config.stack_yaml import load
     from components.plan import _JSON_STRINGS, _load_yaml
@@ -109,10 +122,22 @@ def test_a_list_of_plain_strings_reads_as_yaml_v3_reads_it(text: str) -> None:
     assert _load_yaml(text, "-c k") == load(text)
 
 
-@pytest.mark.parametrize("text", [
-    '["a\\nb"]', '["tab\\there"]', '[1, 2]', '["a", true]', '["a",]', "['a']", '["a"] # note', '{"a": "b"}',
-    '["caf\u00e9"]', '["line\u2028sep"]', '\t["a"]',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '["a\\nb"]',
+        '["tab\\there"]',
+        "[1, 2]",
+        '["a", true]',
+        '["a",]',
+        "['a']",
+        '["a"] # note',
+        '{"a": "b"}',
+        '["caf\u00e9"]',
+        '["line\u2028sep"]',
+        '\t["a"]',
+    ],
+)
 def test_anything_else_is_read_by_the_yaml_v3_reader(text: str) -> None:
     from components.plan import _JSON_STRINGS
 

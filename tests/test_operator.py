@@ -20,9 +20,7 @@ MIRROR = "harbor.example.com/mirror"
 REFERENCE = "gpu-operator-v26.7.0"
 NFD_IMAGE_PATH = ("node-feature-discovery", "image")
 IMAGE_REPOSITORIES = {
-    image.location[:-1]: image.location_default
-    for image in GPU_OPERATOR_V26_7_0.images
-    if image.location is not None
+    image.location[:-1]: image.location_default for image in GPU_OPERATOR_V26_7_0.images if image.location is not None
 }
 """The image table's `repository` keys (registry and path, such as nvcr.io/nvidia), by the map holding them."""
 
@@ -117,29 +115,39 @@ def test_operator_without_mirror_sets_no_image_value(plan_stack) -> None:
     ("upstream", "registry", "expected"),
     [
         ("nvcr.io/nvidia/k8s", "harbor.example.com/mirror", "harbor.example.com/mirror/nvcr.io/nvidia/k8s"),
-        ("registry.k8s.io/nfd/node-feature-discovery", "10.0.0.5:5000/",
-         "10.0.0.5:5000/registry.k8s.io/nfd/node-feature-discovery"),
+        (
+            "registry.k8s.io/nfd/node-feature-discovery",
+            "10.0.0.5:5000/",
+            "10.0.0.5:5000/registry.k8s.io/nfd/node-feature-discovery",
+        ),
         ("localhost/x", "m.example", "m.example/localhost/x"),
         ("library/python", "m.example", "m.example/docker.io/library/python"),
     ],
 )
-def test_operator_catch_all_mirror_keeps_the_registry_host_as_a_path_segment(upstream: str, registry: str,
-                                                                              expected: str) -> None:
+def test_operator_catch_all_mirror_keeps_the_registry_host_as_a_path_segment(
+    upstream: str, registry: str, expected: str
+) -> None:
     assert mirrored(upstream, registry) == expected
 
 
 def test_operator_values_pass_driver_and_device_plugin_switches_through() -> None:
-    args = GpuOperatorArgs(GpuOperatorConfig(cdi_enabled=False, driver_enabled=True, device_plugin_enabled=True),
-                           stack="test")
+    args = GpuOperatorArgs(
+        GpuOperatorConfig(cdi_enabled=False, driver_enabled=True, device_plugin_enabled=True), stack="test"
+    )
     values = operator_values(args)
     assert (values["driver"], values["devicePlugin"], values["cdi"]) == (
-        {"enabled": True}, {"enabled": True}, {"enabled": False})
+        {"enabled": True},
+        {"enabled": True},
+        {"enabled": False},
+    )
 
 
 def test_operator_toolkit_facts_carry_cdi_and_the_release_for_hami(plan_stack) -> None:
     plan = plan_stack("cluster")
-    assert plan.outputs["installed"] == "gpu-operator v26.7.0 (https://helm.ngc.nvidia.com/nvidia) in gpu-operator: " \
-                                        "toolkit only"
+    assert (
+        plan.outputs["installed"] == "gpu-operator v26.7.0 (https://helm.ngc.nvidia.com/nvidia) in gpu-operator: "
+        "toolkit only"
+    )
     assert plan.component_outputs["gpu-operator"]["installed"] == plan.outputs["installed"]
 
 
@@ -151,8 +159,9 @@ def test_operator_absent_with_toolkit_host(plan_stack) -> None:
     assert plan.outputs["installed"] == "nothing: toolkit from the host"
 
 
-@pytest.mark.parametrize(("stack", "said"), [("gke", "nothing: toolkit from GKE"),
-                                             ("k3s", "nothing: toolkit from the host")])
+@pytest.mark.parametrize(
+    ("stack", "said"), [("gke", "nothing: toolkit from GKE"), ("k3s", "nothing: toolkit from the host")]
+)
 def test_operator_installs_nothing_where_the_toolkit_is_already_there(stack: str, said: str) -> None:
     config, _ = read_stack_config(stack, [])
     cfg = parse(_as_pulumi_config(config))

@@ -32,15 +32,23 @@ def test_every_stack_file_plans_with_a_verification_output(stack: str, plan_stac
 def test_json_plan_is_byte_identical_across_runs(stack: str) -> None:
     first, second = run(stack).to_json(), run(stack).to_json()
     assert first == second
-    assert set(json.loads(first)) == {"version", "stack", "against", "resources", "deleted", "outputs",
-                                      "unknownOutputs"}
+    assert set(json.loads(first)) == {
+        "version",
+        "stack",
+        "against",
+        "resources",
+        "deleted",
+        "outputs",
+        "unknownOutputs",
+    }
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_components_use_the_gpushare_token_and_register_outputs(stack: str, plan_stack) -> None:
     plan = plan_stack(stack)
-    components = [r for r in plan.resources if not r["type"].startswith(("kubernetes:", "gcp:", "tls:", "command:",
-                                                                         "pulumi:"))]
+    components = [
+        r for r in plan.resources if not r["type"].startswith(("kubernetes:", "gcp:", "tls:", "command:", "pulumi:"))
+    ]
     for component in components:
         assert COMPONENT_TOKEN.match(component["type"]), component["type"]
         assert component["name"] in plan.component_outputs, f"{component['name']} never called register_outputs"
@@ -92,7 +100,10 @@ def test_invalid_config_exits_2_with_one_line_and_no_resources(override: str, ke
 def test_cli_exit_code_and_stderr_from_a_real_process() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "components.plan", "gke", "--json", "-c", "gpushare:verify.sliceMiB=999999"],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 2
     assert done.stdout == ""
@@ -134,8 +145,7 @@ def test_human_output_is_a_tree_with_outputs(capsys) -> None:
 def test_an_unmocked_invoke_raises(tmp_path) -> None:
     (tmp_path / "Pulumi.t.yaml").write_text("config: {}\n")
     (tmp_path / "__main__.py").write_text(
-        "import pulumi\n"
-        "pulumi.runtime.invoke('gcp:compute/getZones:getZones', {}).value\n"
+        "import pulumi\npulumi.runtime.invoke('gcp:compute/getZones:getZones', {}).value\n"
     )
     with pytest.raises(Exception, match="unmocked invoke gcp:compute/getZones:getZones"):
         run("t", root=tmp_path)
@@ -159,8 +169,7 @@ def test_stacks_planned_one_after_another_do_not_leak(tmp_path) -> None:
 def test_secret_config_values_are_planned_as_secrets(tmp_path) -> None:
     (tmp_path / "Pulumi.s.yaml").write_text("config:\n  app:token:\n    secure: AAABAxyz\n")
     (tmp_path / "__main__.py").write_text(
-        "import pulumi\n"
-        "pulumi.export('token', pulumi.Config('app').require_secret('token'))\n"
+        "import pulumi\npulumi.export('token', pulumi.Config('app').require_secret('token'))\n"
     )
     assert run("s", root=tmp_path).outputs == {"token": "[secret]"}
 

@@ -27,6 +27,10 @@ def test_every_view_counts_the_plan_as_its_registered_resources(plan_stack, stac
 
 
 def test_a_cluster_role_on_an_api_path_shows_the_path_in_the_tree() -> None:
-    rules = {"rules": [{"nonResourceURLs": ["/version"], "verbs": ["get"]},
-                       {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}
+    rules = {
+        "rules": [
+            {"nonResourceURLs": ["/version"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        ]
+    }
     assert dict(role({"metadata": {"name": "gate"}, **rules}))["may"] == "get /version\nlist pods"

@@ -63,23 +63,32 @@ def test_containers_env_is_matched_by_name_so_reordering_changes_nothing(plan_st
         pod = _resource(base, "gpushare-proof-verifier-pod")
         pod["inputs"]["spec"]["containers"][0]["env"].reverse()
 
-    assert len(_resource(from_lines(sanitize(plan)), "gpushare-proof-verifier-pod")["inputs"]["spec"]["containers"][
-        0]["env"]) > 1
+    assert (
+        len(
+            _resource(from_lines(sanitize(plan)), "gpushare-proof-verifier-pod")["inputs"]["spec"]["containers"][0][
+                "env"
+            ]
+        )
+        > 1
+    )
     assert _diff(plan, reorder).resources == []
 
 
-@pytest.mark.parametrize(("name", "path", "value", "operation", "rule"), [
-    ("gpushare-proof-workloads-pod-a", ["spec", "containers", 0, "image"], "cuda:other", "replace", "diff.go:119"),
-    ("gpushare-proof-workloads-probes", ["data", "extra.py"], "print()", "replace", "diff.go:32"),
-    ("kai-release", ["values", "extra"], "yes", "update", None),
-    ("kai-release", ["namespace"], "elsewhere", "replace", "helm_release.go:907"),
-    ("gke-gpu-pool", ["nodeCount"], 9, "update", None),
-    ("gke-gpu-pool", ["nodeConfig", "machineType"], "n1-standard-8", "update", None),
-    ("gke-gpu-pool", ["nodeConfig", "guestAccelerators", 0, "type"], "nvidia-l4", "replace", "node_config.go:316"),
-    ("gke-gpu-pool", ["nodeConfig", "spot"], True, "replace", "node_config.go:316"),
-    ("gke-cluster", ["location"], "us-central1-a", "replace", "resource_container_cluster.go:293"),
-    ("gke-cluster", ["minMasterVersion"], "1.30.0-gke.1", "same", None),  # ignoreChanges
-])
+@pytest.mark.parametrize(
+    ("name", "path", "value", "operation", "rule"),
+    [
+        ("gpushare-proof-workloads-pod-a", ["spec", "containers", 0, "image"], "cuda:other", "replace", "diff.go:119"),
+        ("gpushare-proof-workloads-probes", ["data", "extra.py"], "print()", "replace", "diff.go:32"),
+        ("kai-release", ["values", "extra"], "yes", "update", None),
+        ("kai-release", ["namespace"], "elsewhere", "replace", "helm_release.go:907"),
+        ("gke-gpu-pool", ["nodeCount"], 9, "update", None),
+        ("gke-gpu-pool", ["nodeConfig", "machineType"], "n1-standard-8", "update", None),
+        ("gke-gpu-pool", ["nodeConfig", "guestAccelerators", 0, "type"], "nvidia-l4", "replace", "node_config.go:316"),
+        ("gke-gpu-pool", ["nodeConfig", "spot"], True, "replace", "node_config.go:316"),
+        ("gke-cluster", ["location"], "us-central1-a", "replace", "resource_container_cluster.go:293"),
+        ("gke-cluster", ["minMasterVersion"], "1.30.0-gke.1", "same", None),  # ignoreChanges
+    ],
+)
 def test_each_change_is_marked_update_or_replace_by_the_providers_rule(
     name: str, path: list[Any], value: Any, operation: str, rule: str | None, plan_stack
 ) -> None:
@@ -99,14 +108,17 @@ def test_each_change_is_marked_update_or_replace_by_the_providers_rule(
         assert any(rule in c.replaces for c in change.changes if c.replaces)
 
 
-@pytest.mark.parametrize(("name", "edit", "operation"), [
-    ("k3s-driver", lambda r: r["inputs"].update(create="echo old"), "update"),
-    ("k3s-driver", lambda r: r["inputs"].update(triggers=["old"]), "replace"),  # replaceOnChanges triggers[*]
-    ("k3s-vm-firewall", lambda r: r["inputs"]["sourceRanges"].append("0.0.0.0/0"), "update"),
-    ("k3s-vm-instance", lambda r: r["inputs"].update(zone="us-central1-a"), "replace"),
-    ("k3s-vm-instance", lambda r: r["inputs"].update(machineType="g2-standard-4"), "update"),
-    ("k3s-vm-ssh-key", lambda r: r["inputs"].update(algorithm="RSA"), "replace"),
-])
+@pytest.mark.parametrize(
+    ("name", "edit", "operation"),
+    [
+        ("k3s-driver", lambda r: r["inputs"].update(create="echo old"), "update"),
+        ("k3s-driver", lambda r: r["inputs"].update(triggers=["old"]), "replace"),  # replaceOnChanges triggers[*]
+        ("k3s-vm-firewall", lambda r: r["inputs"]["sourceRanges"].append("0.0.0.0/0"), "update"),
+        ("k3s-vm-instance", lambda r: r["inputs"].update(zone="us-central1-a"), "replace"),
+        ("k3s-vm-instance", lambda r: r["inputs"].update(machineType="g2-standard-4"), "update"),
+        ("k3s-vm-ssh-key", lambda r: r["inputs"].update(algorithm="RSA"), "replace"),
+    ],
+)
 def test_gce_tls_and_command_changes_follow_their_providers(name: str, edit: Any, operation: str, plan_stack) -> None:
     plan = plan_stack("k3s")
     diff = _diff(plan, lambda base: edit(_resource(base, name)))
@@ -115,8 +127,12 @@ def test_gce_tls_and_command_changes_follow_their_providers(name: str, edit: Any
 
 def test_a_changed_replacement_trigger_replaces_the_proof_pods_deleting_them_first(plan_stack) -> None:
     plan = plan_stack("gke")
-    diff = _diff(plan, lambda base: _resource(base, "gpushare-proof-workloads-pod-a")["options"].update(
-        replacementTrigger="an-older-run"))
+    diff = _diff(
+        plan,
+        lambda base: _resource(base, "gpushare-proof-workloads-pod-a")["options"].update(
+            replacementTrigger="an-older-run"
+        ),
+    )
     [change] = diff.resources
     assert change.operation == "replace" and change.delete_first and change.mark == "± replace"
 
@@ -158,8 +174,9 @@ def test_every_plan_validates_against_the_versioned_schema(stack: str, plan_stac
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
     assert document["version"] == SCHEMA_VERSION == SCHEMA["properties"]["version"]["const"]
     urns = [r["urn"] for r in document["resources"]]
-    assert len(urns) == len(set(urns)) and all(u == f"{r['type']}::{r['name']}" for u, r in
-                                                 zip(urns, document["resources"], strict=True))
+    assert len(urns) == len(set(urns)) and all(
+        u == f"{r['type']}::{r['name']}" for u, r in zip(urns, document["resources"], strict=True)
+    )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -192,29 +209,38 @@ def test_json_against_a_base_gives_each_resource_its_operation_and_validates(tmp
     base["resources"] = [r for r in base["resources"] if r["name"] != "k3s-vm-address"]
     base["resources"].append({**_resource(base, "k3s-vm-firewall"), "name": "k3s-old"})
     (tmp_path / "k3s.json").write_text(json.dumps(base))
-    assert main(["k3s", "--json", "-c", "gpushare:k3s.driverPackage=nvidia-driver-570", "--against",
-                 str(tmp_path)]) == 0
+    assert (
+        main(["k3s", "--json", "-c", "gpushare:k3s.driverPackage=nvidia-driver-570", "--against", str(tmp_path)]) == 0
+    )
     document = json.loads(capsys.readouterr().out)
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
     ops = {r["name"]: r["operation"] for r in document["resources"]}
     assert ops["k3s-driver"] == "update" and ops["k3s-vm-address"] == "create" and ops["k3s-toolkit"] == "same"
     assert _resource(document, "k3s-driver")["changed"] == ["/create"]
-    assert document["deleted"] == [{"urn": "gcp:compute/firewall:Firewall::k3s-old",
-                                    "type": "gcp:compute/firewall:Firewall", "name": "k3s-old"}]
+    assert document["deleted"] == [
+        {"urn": "gcp:compute/firewall:Firewall::k3s-old", "type": "gcp:compute/firewall:Firewall", "name": "k3s-old"}
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(variants()))
 def test_golden_plans_validate_and_show_no_made_up_value(name: str) -> None:
     shown = (GOLDEN_DIR / f"{name}.json").read_text()
     jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(shown))
-    made_up = [ANSWERS.gke_default_version, ANSWERS.vm_external_ip, ANSWERS.gke_endpoint, ANSWERS.ca_b64,
-               ANSWERS.project, *ANSWERS.gke_versions]
+    made_up = [
+        ANSWERS.gke_default_version,
+        ANSWERS.vm_external_ip,
+        ANSWERS.gke_endpoint,
+        ANSWERS.ca_b64,
+        ANSWERS.project,
+        *ANSWERS.gke_versions,
+    ]
     assert not [v for v in made_up if v in shown]
 
 
 def test_golden_gke_shows_the_looked_up_version_as_unknown() -> None:
-    cluster = next(r for r in json.loads((GOLDEN_DIR / "gke.json").read_text())["resources"]
-                   if r["name"] == "gke-cluster")
+    cluster = next(
+        r for r in json.loads((GOLDEN_DIR / "gke.json").read_text())["resources"] if r["name"] == "gke-cluster"
+    )
     assert cluster["inputs"]["minMasterVersion"] == "(looked up in the cloud)"
 
 
@@ -243,8 +269,10 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_plan_and_its_views_import_each_other_in_one_direction_only() -> None:
-    modules = {"components.plan": ROOT / "components" / "plan.py",
-               **{f"components.plan_view.{p.stem}": p for p in (ROOT / "components" / "plan_view").glob("*.py")}}
+    modules = {
+        "components.plan": ROOT / "components" / "plan.py",
+        **{f"components.plan_view.{p.stem}": p for p in (ROOT / "components" / "plan_view").glob("*.py")},
+    }
     edges = {m: {i for i in _imports(p) if i in modules and i != m} for m, p in modules.items()}
 
     def cycle_from(start: str, seen: tuple[str, ...]) -> tuple[str, ...] | None:

@@ -19,8 +19,12 @@ from components.plan_view.graph import AFTER_SHOWN, Graph
 from components.plan_view.unknowns import mask, pointer, unknown_paths
 from tests.conftest import ROOT, STACKS
 
-EXISTING_HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
-                 "gpushare:host.privateKey=placeholder")
+EXISTING_HOST = (
+    "gpushare:platform=existing-host",
+    "gpushare:vm=null",
+    "gpushare:host.address=192.0.2.50",
+    "gpushare:host.privateKey=placeholder",
+)
 VARIANTS = [
     *((stack,) for stack in STACKS),
     ("gke", "gpushare:gke.kubernetesVersion=1.35.3-gke.1000000"),
@@ -98,12 +102,25 @@ def test_unknown_paths_and_mask_find_made_up_values_inside_larger_ones() -> None
     invented.add("203.0.113.20")
     invented.add("1.35.6-gke.1250000", LOOKED_UP)
     invented.add_exact("deployed")
-    value = {"ssh": "ubuntu@203.0.113.20", "versions": ["1.35.6-gke.1250000"], "state": "deployed",
-             "note": "not deployed yet", "count": 3}
-    assert unknown_paths(value, invented) == {"/ssh": "known after create", "/versions/0": LOOKED_UP,
-                                              "/state": "known after create"}
-    assert mask(value, invented) == {"ssh": "ubuntu@(known after create)", "versions": [f"({LOOKED_UP})"],
-                                     "state": "(known after create)", "note": "not deployed yet", "count": 3}
+    value = {
+        "ssh": "ubuntu@203.0.113.20",
+        "versions": ["1.35.6-gke.1250000"],
+        "state": "deployed",
+        "note": "not deployed yet",
+        "count": 3,
+    }
+    assert unknown_paths(value, invented) == {
+        "/ssh": "known after create",
+        "/versions/0": LOOKED_UP,
+        "/state": "known after create",
+    }
+    assert mask(value, invented) == {
+        "ssh": "ubuntu@(known after create)",
+        "versions": [f"({LOOKED_UP})"],
+        "state": "(known after create)",
+        "note": "not deployed yet",
+        "count": 3,
+    }
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -113,8 +130,10 @@ def test_header_counts_resources_components_and_providers_apart(stack: str, plan
     components = [r for r in plan.resources if r["name"] in plan.component_outputs]
     real = len(plan.resources) - len(providers) - len(components)
     first_line = text.render(plan).splitlines()[0]
-    assert first_line == (f"stack {stack}: {len(plan.resources)} resources ({real} custom, {len(components)} "
-                          f"components, {len(providers)} provider{'' if len(providers) == 1 else 's'})")
+    assert first_line == (
+        f"stack {stack}: {len(plan.resources)} resources ({real} custom, {len(components)} "
+        f"components, {len(providers)} provider{'' if len(providers) == 1 else 's'})"
+    )
     assert real > 0 and components and providers
 
 
@@ -128,8 +147,14 @@ def _block(shown: str, name: str) -> str:
 
 def test_node_pool_shows_machine_accelerator_count_labels_and_taints(plan_stack) -> None:
     pool = _block(text.render(plan_stack("gke")), "gke-gpu-pool")
-    for expected in ("machine: n1-standard-2", "accelerator: 1 × nvidia-tesla-t4, driver DEFAULT", "nodes: 3",
-                     "nvidia.com/gpu.memory=15360", "nvidia.com/gpu.present=true", "taints: none"):
+    for expected in (
+        "machine: n1-standard-2",
+        "accelerator: 1 × nvidia-tesla-t4, driver DEFAULT",
+        "nodes: 3",
+        "nvidia.com/gpu.memory=15360",
+        "nvidia.com/gpu.present=true",
+        "taints: none",
+    ):
         assert expected in pool
     assert "oauth" not in pool and "COS_CONTAINERD" not in pool
 
@@ -191,7 +216,7 @@ def test_tree_branches_and_bars_follow_the_parents(stack: str, plan_stack) -> No
         ancestors = list(reversed(graph.ancestors(r["name"])))
         assert len(prefix) // 3 == len(ancestors)
         assert branch == ("└─ " if is_last(r["name"]) else "├─ ")
-        bars = [prefix[i:i + 3] for i in range(0, len(prefix), 3)]
+        bars = [prefix[i : i + 3] for i in range(0, len(prefix), 3)]
         assert bars == ["   " if is_last(a) else "│  " for a in ancestors]
 
 
@@ -228,8 +253,9 @@ def test_the_proof_report_is_folded_to_one_line_and_long_structured_outputs_poin
     assert all(line.startswith("  ") or not line for line in outputs)
     report = [line for line in outputs if line.startswith("  report:")]
     lines = plan.outputs["report"].rstrip("\n").count("\n") + 1
-    assert report == [f"  report: {lines} lines, folded: # GPU sharing proof … (`pulumi stack output report` after "
-                      "`up`; --json here)"]
+    assert report == [
+        f"  report: {lines} lines, folded: # GPU sharing proof … (`pulumi stack output report` after `up`; --json here)"
+    ]
     assert "    # GPU sharing proof" not in outputs
     verification = next(line for line in outputs if line.startswith("  verification:"))
     assert "--json" in verification
@@ -311,8 +337,14 @@ def test_cli_prints_markdown_and_mermaid(flag: str, capsys) -> None:
 
 
 def test_cli_stops_quietly_when_its_reader_stops_early() -> None:
-    pipeline = subprocess.run(f"{sys.executable} -m components.plan gke | head -1", shell=True, cwd=ROOT,
-                              capture_output=True, text=True, check=False)
+    pipeline = subprocess.run(
+        f"{sys.executable} -m components.plan gke | head -1",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert pipeline.stdout.startswith("stack gke:")
     assert "Traceback" not in pipeline.stderr and "BrokenPipe" not in pipeline.stderr
 

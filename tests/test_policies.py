@@ -14,8 +14,9 @@ KAI = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 ISOLATOR = "oci://registry-1.docker.io/projecthami/kai-resource-isolator"
 
 
-def release(chart: str, version: str = "1.0.0", values: dict[str, Any] | None = None,
-            namespace: str = "default") -> dict[str, Any]:
+def release(
+    chart: str, version: str = "1.0.0", values: dict[str, Any] | None = None, namespace: str = "default"
+) -> dict[str, Any]:
     return {"chart": chart, "version": version, "namespace": namespace, "values": values or {}}
 
 
@@ -23,8 +24,12 @@ def res(type_: str, name: str, props: dict[str, Any]) -> Res:
     return Res(type_, name, props, f"urn:{name}")
 
 
-def pod(annotations: dict[str, str] | None = None, limits: dict[str, Any] | None = None,
-        privileged: bool = False, image: str = "python:3.12-slim-bookworm") -> dict[str, Any]:
+def pod(
+    annotations: dict[str, str] | None = None,
+    limits: dict[str, Any] | None = None,
+    privileged: bool = False,
+    image: str = "python:3.12-slim-bookworm",
+) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "app", "image": image, "resources": {"limits": limits or {}}}
     if privileged:
         container["securityContext"] = {"privileged": True}
@@ -36,8 +41,11 @@ def gke_cluster() -> Res:
 
 
 def gpu_pool(labels: dict[str, str]) -> Res:
-    return res(GKE_NODE_POOL, "gpu-pool", {"nodeConfig": {
-        "labels": labels, "guestAccelerators": [{"type": "nvidia-tesla-t4", "count": 1}]}})
+    return res(
+        GKE_NODE_POOL,
+        "gpu-pool",
+        {"nodeConfig": {"labels": labels, "guestAccelerators": [{"type": "nvidia-tesla-t4", "count": 1}]}},
+    )
 
 
 def test_chart_name_reads_oci_urls_repo_names_and_files() -> None:
@@ -88,10 +96,20 @@ def test_kai_node_pool_has_gpu_memory_label() -> None:
 
 def test_isolator_monitor_node_pool_has_gpu_present_label() -> None:
     monitor = res(RELEASE, "iso", release(ISOLATOR, "1.1.0-chart", {"monitor": {"enabled": True}}))
-    assert kai.check_isolator_monitor_node_pool_has_gpu_present_label(
-        [monitor, gpu_pool({"nvidia.com/gpu.present": "true"})]) == []
-    assert len(kai.check_isolator_monitor_node_pool_has_gpu_present_label(
-        [monitor, gpu_pool({"nvidia.com/gpu.memory": "15360"})])) == 1
+    assert (
+        kai.check_isolator_monitor_node_pool_has_gpu_present_label(
+            [monitor, gpu_pool({"nvidia.com/gpu.present": "true"})]
+        )
+        == []
+    )
+    assert (
+        len(
+            kai.check_isolator_monitor_node_pool_has_gpu_present_label(
+                [monitor, gpu_pool({"nvidia.com/gpu.memory": "15360"})]
+            )
+        )
+        == 1
+    )
     no_monitor = res(RELEASE, "iso", release(ISOLATOR, "1.1.0-chart", {"monitor": {"enabled": False}}))
     assert kai.check_isolator_monitor_node_pool_has_gpu_present_label([no_monitor, gpu_pool({})]) == []
 
@@ -100,8 +118,11 @@ def test_isolator_monitor_node_pool_has_gpu_present_label() -> None:
 
 
 def test_isolator_vgpu_mount_writable_on_cos() -> None:
-    good = res(RELEASE, "iso", release(ISOLATOR, "1.1.0-chart",
-                                       {"paths": {"containerVgpuMount": "/home/kubernetes/bin/nvidia/vgpu"}}))
+    good = res(
+        RELEASE,
+        "iso",
+        release(ISOLATOR, "1.1.0-chart", {"paths": {"containerVgpuMount": "/home/kubernetes/bin/nvidia/vgpu"}}),
+    )
     assert isolator.check_isolator_vgpu_mount_writable_on_cos([gke_cluster(), good]) == []
     default = res(RELEASE, "iso", release(ISOLATOR, "1.1.0-chart"))
     [finding] = isolator.check_isolator_vgpu_mount_writable_on_cos([gke_cluster(), default])
@@ -149,14 +170,18 @@ def test_hami_scheduler_tag_matches_server() -> None:
 
 def test_hami_scheduler_tag_reads_the_key_the_chart_reads() -> None:
     # imageTag is what chart 2.10.0 ignores, so a right value there does not satisfy the rule's key
-    wrong_key = hami_release("2.10.0", scheduler={"kubeScheduler": {"imageTag": "v1.35.6",
-                                                                    "image": {"tag": "v1.34.0"}}})
+    wrong_key = hami_release(
+        "2.10.0", scheduler={"kubeScheduler": {"imageTag": "v1.35.6", "image": {"tag": "v1.34.0"}}}
+    )
     assert hami.check_hami_scheduler_tag_matches_server(RELEASE, wrong_key, {"kubernetesVersion": "v1.35.6"})
 
 
 def test_hami_scheduler_tag_matches_cluster_version() -> None:
-    bootstrap = res("command:remote:Command", "k3s-install",
-                    {"create": "curl -sfL https://get.k3s.io | INSTALL_K3S_VERSION=v1.36.2+k3s1 sh -"})
+    bootstrap = res(
+        "command:remote:Command",
+        "k3s-install",
+        {"create": "curl -sfL https://get.k3s.io | INSTALL_K3S_VERSION=v1.36.2+k3s1 sh -"},
+    )
     good = res(RELEASE, "hami", hami_release(scheduler={"kubeScheduler": {"image": {"tag": "v1.36.2"}}}))
     assert hami.check_hami_scheduler_tag_matches_cluster_version([bootstrap, good]) == []
     stale = res(RELEASE, "hami", hami_release(scheduler={"kubeScheduler": {"image": {"tag": "v1.35.6"}}}))
@@ -167,18 +192,28 @@ def test_hami_scheduler_tag_matches_cluster_version() -> None:
 
 
 def test_hami_scheduler_imagetag_is_ignored() -> None:
-    assert hami.check_hami_scheduler_imagetag_is_ignored(
-        RELEASE, hami_release(scheduler={"kubeScheduler": {"image": {"tag": "v1.36.2"}}})) == []
+    assert (
+        hami.check_hami_scheduler_imagetag_is_ignored(
+            RELEASE, hami_release(scheduler={"kubeScheduler": {"image": {"tag": "v1.36.2"}}})
+        )
+        == []
+    )
     [message] = hami.check_hami_scheduler_imagetag_is_ignored(
-        RELEASE, hami_release(scheduler={"kubeScheduler": {"imageTag": "v1.36.2"}}))
+        RELEASE, hami_release(scheduler={"kubeScheduler": {"imageTag": "v1.36.2"}})
+    )
     assert "image.tag" in message
 
 
 def test_hami_create_runtime_class_wrong_handler() -> None:
+    assert (
+        hami.check_hami_create_runtime_class_wrong_handler(
+            RELEASE, hami_release(devicePlugin={"createRuntimeClass": False})
+        )
+        == []
+    )
     assert hami.check_hami_create_runtime_class_wrong_handler(
-        RELEASE, hami_release(devicePlugin={"createRuntimeClass": False})) == []
-    assert hami.check_hami_create_runtime_class_wrong_handler(
-        RELEASE, hami_release(devicePlugin={"createRuntimeClass": True}))
+        RELEASE, hami_release(devicePlugin={"createRuntimeClass": True})
+    )
 
 
 def test_hami_privileged_gpu_pod_rejected() -> None:
@@ -220,8 +255,9 @@ def test_hami_device_plugin_beside_gpu_operator() -> None:
     assert gpu_operator.check_hami_device_plugin_beside_gpu_operator([on]) == []
 
 
-@pytest.mark.parametrize(("runtime_class", "symptom"), [("nvidia", "unresolvable CDI devices"),
-                                                        ("", "Incompatible strategy detected auto")])
+@pytest.mark.parametrize(
+    ("runtime_class", "symptom"), [("nvidia", "unresolvable CDI devices"), ("", "Incompatible strategy detected auto")]
+)
 def test_hami_runtime_class_under_cdi(runtime_class: str, symptom: str) -> None:
     op = res(RELEASE, "op", operator_release(cdi={"enabled": True}))
     good = res(RELEASE, "hami", hami_release("2.10.0", devicePlugin={"runtimeClassName": "nvidia-legacy"}))

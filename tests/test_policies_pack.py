@@ -48,28 +48,38 @@ def _plan_program(fresh_plan: Callable[..., Plan], tmp_path: Path, body: str) ->
     return fresh_plan("broken", [], root=tmp_path)
 
 
-def test_kai_release_with_boolean_cdi_enabled_is_caught_by_name(fresh_plan: Callable[..., Plan],
-                                                                  tmp_path: Path) -> None:
-    plan = _plan_program(fresh_plan, tmp_path, f"""
+def test_kai_release_with_boolean_cdi_enabled_is_caught_by_name(
+    fresh_plan: Callable[..., Plan], tmp_path: Path
+) -> None:
+    plan = _plan_program(
+        fresh_plan,
+        tmp_path,
+        f"""
         import pulumi_kubernetes as k8s
         sharing = {{"gpusharing": {{"arguments": {{"cdiEnabled": True}}}}}}
         k8s.helm.v3.Release("kai", chart="{KAI_CHART}", version="v0.17.0", namespace="kai-scheduler",
                             values={{"global": {{"gpuSharing": True}}, "binder": {{"plugins": sharing}}}})
-    """)
+    """,
+    )
     blocking = mandatory(run_plan(plan, {}))
     assert [d.policy for d in blocking] == ["kai-cdi-enabled-is-a-string"]
     assert blocking[0].resource.endswith("::kai")
 
 
-def test_kai_scheduler_component_built_with_a_boolean_is_caught_by_name(fresh_plan: Callable[..., Plan],
-                                                                         tmp_path: Path) -> None:
+def test_kai_scheduler_component_built_with_a_boolean_is_caught_by_name(
+    fresh_plan: Callable[..., Plan], tmp_path: Path
+) -> None:
     pytest.importorskip("components.gpu.kai")
-    plan = _plan_program(fresh_plan, tmp_path, """
+    plan = _plan_program(
+        fresh_plan,
+        tmp_path,
+        """
         from components.gpu.kai import KaiScheduler, KaiSchedulerArgs
         from components.gpu.settings import KaiConfig
         # model_construct skips config's own check: a component built by hand, past config, as the policy sees it.
         KaiScheduler("kai", KaiSchedulerArgs(KaiConfig.model_construct(cdi_enabled=True), stack="test"))
-    """)
+    """,
+    )
     assert [d.policy for d in mandatory(run_plan(plan, {}))] == ["kai-cdi-enabled-is-a-string"]
 
 
@@ -98,8 +108,11 @@ def test_stale_hami_tag_in_the_k3s_plan_is_caught_from_its_bootstrap(plan_stack:
 
 def test_gke_plan_without_the_gpu_memory_label_is_caught(plan_stack: Callable[..., Plan]) -> None:
     plan = plan_stack("gke")
-    resources = _edited(plan, "gcp:container/nodePool:NodePool",
-                        lambda inputs: inputs["nodeConfig"]["labels"].pop("nvidia.com/gpu.memory"))
+    resources = _edited(
+        plan,
+        "gcp:container/nodePool:NodePool",
+        lambda inputs: inputs["nodeConfig"]["labels"].pop("nvidia.com/gpu.memory"),
+    )
     names = {d.policy for d in mandatory(run_pack(resources, plan.outputs, stack_config("gke"), stack="gke"))}
     assert names == {"kai-node-pool-has-gpu-memory-label"}
 
@@ -116,21 +129,29 @@ def test_cluster_plan_with_the_operator_device_plugin_on_is_caught(plan_stack: C
     assert names == {"hami-device-plugin-beside-gpu-operator"}
 
 
-def test_plaintext_kubeconfig_output_is_caught_and_a_secret_one_passes(fresh_plan: Callable[..., Plan],
-                                                                        tmp_path: Path) -> None:
-    plan = _plan_program(fresh_plan, tmp_path, """
+def test_plaintext_kubeconfig_output_is_caught_and_a_secret_one_passes(
+    fresh_plan: Callable[..., Plan], tmp_path: Path
+) -> None:
+    plan = _plan_program(
+        fresh_plan,
+        tmp_path,
+        """
         import pulumi
         text = "apiVersion: v1\\nclusters:\\n- cluster: {server: https://203.0.113.20:6443}\\nusers: []\\n"
         pulumi.export("kubeconfig", pulumi.Output.secret(text))
         pulumi.export("adminKubeconfig", text)
-    """)
+    """,
+    )
     blocking = mandatory(run_plan(plan, {}))
     assert [(d.policy, "adminKubeconfig" in d.message) for d in blocking] == [("kubeconfig-output-is-secret", True)]
 
 
 def test_policy_config_can_turn_a_rule_advisory() -> None:
-    release = {"type": "kubernetes:helm.sh/v3:Release", "name": "hami",
-               "inputs": {"chart": "hami", "version": "latest", "values": {}}}
+    release = {
+        "type": "kubernetes:helm.sh/v3:Release",
+        "name": "hami",
+        "inputs": {"chart": "hami", "version": "latest", "values": {}},
+    }
     assert [d.policy for d in mandatory(run_pack([release], {}))] == ["helm-chart-version-pinned"]
     relaxed = run_pack([release], {}, {"helm-chart-version-pinned": {"enforcementLevel": "advisory"}})
     assert [(d.policy, d.level) for d in relaxed] == [("helm-chart-version-pinned", "advisory")]
@@ -154,13 +175,18 @@ def servicer(monkeypatch: pytest.MonkeyPatch) -> Any:
     """pulumi_policy's own analyzer servicer (what the CLI talks to), with the pack's secret shim installed."""
     monkeypatch.setattr(policy_module, "deserialize_properties", policy_module.deserialize_properties)
     assert keep_secret_markers()
-    return policy_module._PolicyAnalyzerServicer("gpushare", "0.1.0", build_policies(),
-                                                 policy_module.EnforcementLevel.ADVISORY)
+    return policy_module._PolicyAnalyzerServicer(
+        "gpushare", "0.1.0", build_policies(), policy_module.EnforcementLevel.ADVISORY
+    )
 
 
 def _analyze_stack(servicer: Any, outputs: dict[str, Any]) -> list[str]:
-    stack = proto.AnalyzerResource(type=STACK, urn="urn:pulumi:s::gpushare::pulumi:pulumi:Stack::gpushare-s",
-                                   name="gpushare-s", properties=_struct(outputs))
+    stack = proto.AnalyzerResource(
+        type=STACK,
+        urn="urn:pulumi:s::gpushare::pulumi:pulumi:Stack::gpushare-s",
+        name="gpushare-s",
+        properties=_struct(outputs),
+    )
     response = servicer.AnalyzeStack(proto.AnalyzeStackRequest(resources=[stack]), None)
     return [d.policyName for d in response.diagnostics]
 
@@ -173,9 +199,12 @@ def test_analyzer_tells_a_secret_kubeconfig_output_from_a_plaintext_one(servicer
 
 def test_analyzer_runs_resource_rules_on_engine_encoded_inputs(servicer: Any) -> None:
     values = {"binder": {"plugins": {"gpusharing": {"arguments": {"cdiEnabled": True}}}}}
-    request = proto.AnalyzeRequest(type="kubernetes:helm.sh/v3:Release", urn="urn:pulumi:s::gpushare::x::kai",
-                                   name="kai", properties=_struct({"chart": KAI_CHART, "version": "v0.17.0",
-                                                                   "values": _secret(values)}))
+    request = proto.AnalyzeRequest(
+        type="kubernetes:helm.sh/v3:Release",
+        urn="urn:pulumi:s::gpushare::x::kai",
+        name="kai",
+        properties=_struct({"chart": KAI_CHART, "version": "v0.17.0", "values": _secret(values)}),
+    )
     names = [d.policyName for d in servicer.Analyze(request, None).diagnostics]
     assert names == ["kai-cdi-enabled-is-a-string"]
 

@@ -47,8 +47,13 @@ def test_the_only_lab_figure_is_lab_7s_session_on_its_own_shape() -> None:
 
 
 def test_stack_cost_notes_follow_the_config(plan_stack) -> None:
-    note = plan_stack("gke", "gpushare:gke.machineHourlyUsd=0.1", "gpushare:gke.gpuHourlyUsd=0.4",
-                      "gpushare:gke.nodeCount=2", "gpushare:gke.spot=true").outputs["costNote"]
+    note = plan_stack(
+        "gke",
+        "gpushare:gke.machineHourlyUsd=0.1",
+        "gpushare:gke.gpuHourlyUsd=0.4",
+        "gpushare:gke.nodeCount=2",
+        "gpushare:gke.spot=true",
+    ).outputs["costNote"]
     assert "$1.00/hour" in note and "Spot" in note and "`pulumi destroy -s gke`" in note
     assert plan_stack("gke").outputs["costNote"].startswith("no figure")
     assert "Spot" in plan_stack("k3s").outputs["costNote"]

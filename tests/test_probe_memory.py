@@ -22,7 +22,6 @@ from tests.helpers.probes import ROOT, load_probe, module_argv
 MIB = 1 << 20
 
 
-
 memory = load_probe("memory")
 findings = load_probe("memory_findings")
 OOM_WITH_THREAD = (
@@ -516,8 +515,12 @@ def _recording(runner: Any, seen: list[tuple[str, dict[str, str]]]) -> Any:
 def test_an_env_less_process_beside_a_hami_pod_opens_its_own_unlimited_region_and_poisons_a_region_it_makes_first(
     monkeypatch: pytest.MonkeyPatch, _default_cache: Path
 ) -> None:
-    for key, value in {"CUDA_DEVICE_MEMORY_LIMIT_0": "4000m", "CUDA_DEVICE_SM_LIMIT": "30",
-                       "CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/pod.cache", "LD_PRELOAD": "/x/libvgpu.so"}.items():
+    for key, value in {
+        "CUDA_DEVICE_MEMORY_LIMIT_0": "4000m",
+        "CUDA_DEVICE_SM_LIMIT": "30",
+        "CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/pod.cache",
+        "LD_PRELOAD": "/x/libvgpu.so",
+    }.items():
         monkeypatch.setenv(key, value)  # fmt: skip
     seen: list[tuple[str, dict[str, str]]] = []
     after, first = findings.env_less_findings(4000, _recording(_h200_hami_child(4000, 518, "/tmp/pod.cache"), seen), [])

@@ -126,8 +126,10 @@ def test_readiness_is_the_ready_file_the_probe_writes_only_on_success(plans: dic
 
 
 def test_memory_probe_command_carries_the_expectation(plans: dict[str, Plan]) -> None:
-    cases = (("k3s", HAMI_K3S, "3072", "6144", "2,3,3.8,4,4.5,6,8,10"), ("gke", KAI_GKE, "3072", "2048",
-                                                                          "2,3,3.8,4,4.5,6"))
+    cases = (
+        ("k3s", HAMI_K3S, "3072", "6144", "2,3,3.8,4,4.5,6,8,10"),
+        ("gke", KAI_GKE, "3072", "2048", "2,3,3.8,4,4.5,6"),
+    )
     for stack, contract, hold, extra, sweep in cases:
         argv = memory_argv(plans[stack], "pod-b")
         assert argv[:4] == ["python3", "-m", "incluster.memory", "--json"]

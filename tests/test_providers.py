@@ -81,8 +81,13 @@ def groups_read() -> list[str]:
 @pytest.fixture(scope="module")
 def probed() -> dict:
     """The five stacks planned in a fresh process, then every name of every group the program reads compared."""
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(STACKS), json.dumps(groups_read())], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(STACKS), json.dumps(groups_read())],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout.splitlines()[-1])
 
 
@@ -100,7 +105,10 @@ def test_a_plan_imports_a_group_module_only_for_a_name_the_program_reads(probed:
     assert probed["whole"] == []
     read = {dotted.rpartition(".")[2] for dotted in names_read() if dotted.startswith("pulumi_gcp.compute.")}
     every_resource_module_imports = {"_inputs", "outputs"}
-    extra = {module for module, exported in probed["compute"].items()
-             if module not in every_resource_module_imports and not read & set(exported)}
+    extra = {
+        module
+        for module, exported in probed["compute"].items()
+        if module not in every_resource_module_imports and not read & set(exported)
+    }
     assert "instance" in probed["compute"]
     assert extra == set()  # not the group's other 287 modules

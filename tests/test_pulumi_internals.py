@@ -36,8 +36,9 @@ def test_a_moved_private_name_fails_naming_it_and_the_fix() -> None:
 
 
 def test_changed_positional_parameters_fail_naming_both_signatures() -> None:
-    reordered = sdk.Internal("pulumi_policy", "PolicyCustomTimeouts", "timeouts",
-                             parameters=("update_seconds", "create_seconds"))
+    reordered = sdk.Internal(
+        "pulumi_policy", "PolicyCustomTimeouts", "timeouts", parameters=("update_seconds", "create_seconds")
+    )
     with pytest.raises(sdk.InternalsChanged, match=r"takes \(create_seconds, update_seconds, delete_seconds\)"):
         sdk.resolve(reordered)
 
@@ -70,8 +71,15 @@ def test_the_offline_shortcuts_are_undone_when_the_plan_ends() -> None:
     from components.plan import run
 
     def swapped() -> tuple[object, ...]:
-        return (resource._get_stack_trace, cycles._add_dep, cycles._reachable, resource.create_urn, mocks._sync_await,
-                log.debug, output.reduce)
+        return (
+            resource._get_stack_trace,
+            cycles._add_dep,
+            cycles._reachable,
+            resource.create_urn,
+            mocks._sync_await,
+            log.debug,
+            output.reduce,
+        )
 
     before, loop = swapped(), asyncio.get_event_loop()
     with sdk.offline_shortcuts():

@@ -28,7 +28,7 @@ def test_readme_uses_no_lab_number_and_every_page_defines_one_before_using_it() 
     for page in docs.PAGES[1:]:
         first = re.search(r"\blab (\d+)", docs.text(page))
         if first:  # the first mention is the definition: `("lab 7")` or `**lab 7** is`
-            said = docs.text(page)[first.start() - 2:first.end() + 6]
+            said = docs.text(page)[first.start() - 2 : first.end() + 6]
             assert '"lab' in said or "**lab" in said, f"{page.name} says {first.group(0)!r} before defining it"
 
 
@@ -38,8 +38,17 @@ def test_readme_sections_come_in_the_order_a_newcomer_needs_them() -> None:
     assert [next(h for h in headings if h.startswith(f)) for f in first] == [
         h for h in headings if any(h.startswith(f) for f in first)]  # fmt: skip
     real = re.findall(r"^### (.+)$", docs.section(README, "Use it for real"), re.M)
-    steps = ["What you need", "A state backend", "Configure", "Preview, then up", "How long", "Read the proof",
-             "Tear it down", "Day two", "Who else is on my GPUs?"]
+    steps = [
+        "What you need",
+        "A state backend",
+        "Configure",
+        "Preview, then up",
+        "How long",
+        "Read the proof",
+        "Tear it down",
+        "Day two",
+        "Who else is on my GPUs?",
+    ]
     assert [next(i for i, h in enumerate(real) if h.startswith(s)) for s in steps] == list(range(len(steps)))
 
 
@@ -188,8 +197,9 @@ def test_shown_policy_harness_command_passes(page: str, args: str, capsys) -> No
 
 
 @pytest.mark.parametrize(("page", "args"), HOST_EXPECT_COMMANDS)
-def test_shown_host_expectation_command_writes_the_expectation(page: str, args: str, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_shown_host_expectation_command_writes_the_expectation(
+    page: str, args: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     from components.verify.host.__main__ import main as host
 
     monkeypatch.chdir(tmp_path)

@@ -43,8 +43,10 @@ def stack_section(stack: str) -> str:
 
 def readme_steps(stack: str) -> list[tuple[int, str, set[int]]]:
     """The numbered steps of a stack's section: number, title, and the steps it says it comes after."""
-    return [(int(n), title, {int(a) for a in re.findall(r"\d+", after or "")})
-            for n, title, after in STEP.findall(stack_section(stack))]
+    return [
+        (int(n), title, {int(a) for a in re.findall(r"\d+", after or "")})
+        for n, title, after in STEP.findall(stack_section(stack))
+    ]
 
 
 def _waits_on(plan: Plan) -> dict[str, set[str]]:
@@ -80,10 +82,10 @@ def _closure(after: dict[int, set[int]], step: int) -> set[int]:
     return found
 
 
-@pytest.mark.parametrize(("stack", "overrides"), [("gke", ()), ("k3s", ()), ("k3s", EXISTING_HOST)],
-                         ids=["gke", "k3s", "k3s existing-host"])
-def test_readme_steps_come_in_the_order_the_plan_gives_them(stack: str, overrides: tuple[str, ...],
-                                                            plan_stack) -> None:
+@pytest.mark.parametrize(
+    ("stack", "overrides"), [("gke", ()), ("k3s", ()), ("k3s", EXISTING_HOST)], ids=["gke", "k3s", "k3s existing-host"]
+)
+def test_readme_steps_come_in_the_order_the_plan_gives_them(stack: str, overrides: tuple[str, ...], plan_stack) -> None:
     steps = readme_steps(stack)
     assert [n for n, _, _ in steps] == list(range(1, len(steps) + 1))
     assert [title for _, title, _ in steps] == list(STEP_RESOURCES[stack])
@@ -112,8 +114,8 @@ def test_cluster_hami_waits_for_the_operators_cluster_policy(plan_stack) -> None
 
 
 def _proof_table_rows() -> list[str]:
-    section = PROOF_PAGE[PROOF_PAGE.index("## What runs in the cluster"):]
-    section = section[:section.index("\n## ")]
+    section = PROOF_PAGE[PROOF_PAGE.index("## What runs in the cluster") :]
+    section = section[: section.index("\n## ")]
     rows = [line.split(" | ")[0].lstrip("| ") for line in section.splitlines() if line.startswith("| ")]
     return rows[1:]  # the first is the header
 
@@ -149,7 +151,7 @@ def test_readme_names_the_proofs_objects_as_the_plan_names_them(plan_stack) -> N
 @pytest.mark.parametrize("page", ["README.md", "docs/plan.md"])
 def test_tree_excerpt_is_what_the_plan_prints(page: str, plan_stack) -> None:
     shown = (ROOT / page).read_text()
-    after_marker = shown[shown.index("<!-- plan-excerpt:k3s -->"):]
+    after_marker = shown[shown.index("<!-- plan-excerpt:k3s -->") :]
     excerpt = after_marker.split("```text\n", 1)[1].split("```", 1)[0]
     assert text.render(plan_stack("k3s")).startswith(excerpt.rstrip("\n"))
 
@@ -158,8 +160,8 @@ def test_readme_says_which_shared_folders_tests_skip_without() -> None:
     conftest = (ROOT / "tests" / "conftest.py").read_text()
     read = {"/".join(re.findall(r'"([^"]+)"', path)) for path in re.findall(r'SHARED((?: / "[^"]+")+)', conftest)}
     assert read >= {"reference/charts", "seeds"}
-    test_section = README[README.index("## Test"):README.index("\n## ", README.index("## Test") + 1)]
-    sentence = test_section[test_section.index("skips where it is absent"):].split("\n\n")[0]
+    test_section = README[README.index("## Test") : README.index("\n## ", README.index("## Test") + 1)]
+    sentence = test_section[test_section.index("skips where it is absent") :].split("\n\n")[0]
     assert {f.rstrip("/") for f in re.findall(r"`([a-z/]+/)`", sentence)} == read
     # "one test": only the facts' own check reads ../shared; every other test reads the committed facts
     readers = {p.name for p in (ROOT / "tests").glob("test_*.py")

@@ -26,12 +26,21 @@ TOKEN = "gate-token"
         ({"status": {"state": "ready"}}, "status.state=ready", True),
         ({"status": {"state": "notReady"}}, "status.state=ready", False),
         ({}, "status.state=ready", False),
-        ({"metadata": {"annotations": {"hami.io/node-nvidia-register": "[{}]"}}},
-         "annotation:hami.io/node-nvidia-register", True),
-        ({"metadata": {"annotations": {"hami.io/node-nvidia-register": " "}}},
-         "annotation:hami.io/node-nvidia-register", False),
-        ({"metadata": {"annotations": {"hami.io/node-handshake": "Reported"}}},
-         "annotation:hami.io/node-nvidia-register", False),
+        (
+            {"metadata": {"annotations": {"hami.io/node-nvidia-register": "[{}]"}}},
+            "annotation:hami.io/node-nvidia-register",
+            True,
+        ),
+        (
+            {"metadata": {"annotations": {"hami.io/node-nvidia-register": " "}}},
+            "annotation:hami.io/node-nvidia-register",
+            False,
+        ),
+        (
+            {"metadata": {"annotations": {"hami.io/node-handshake": "Reported"}}},
+            "annotation:hami.io/node-nvidia-register",
+            False,
+        ),
         ({"metadata": {}}, "annotation:hami.io/node-nvidia-register", False),
     ],
 )
@@ -69,9 +78,14 @@ def api(tmp_path: Path) -> Iterator[tuple[str, list[dict], Path]]:
 
 
 def _run(base: str, token: Path, timeout: str) -> subprocess.CompletedProcess[str]:
-    env = {"GATE_API": base, "GATE_TOKEN_FILE": str(token), "GATE_READY": "status.state=ready",
-           "GATE_PATH": "/apis/nvidia.com/v1/clusterpolicies/cluster-policy", "GATE_TIMEOUT": timeout,
-           "GATE_INTERVAL": "0.05"}
+    env = {
+        "GATE_API": base,
+        "GATE_TOKEN_FILE": str(token),
+        "GATE_READY": "status.state=ready",
+        "GATE_PATH": "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "GATE_TIMEOUT": timeout,
+        "GATE_INTERVAL": "0.05",
+    }
     return subprocess.run(module_argv("ready_gate_pod"), env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=30, check=False)  # fmt: skip
 
@@ -95,11 +109,27 @@ def test_gate_fails_at_its_deadline_naming_what_it_last_saw(api) -> None:
 def test_a_core_object_is_read_under_api_and_any_other_group_under_apis() -> None:
     from components.gpu.ready_gate import ReadyGateArgs, gate_path
 
-    node = ReadyGateArgs(namespace="hami", api_group="", version="v1", plural="nodes", object_name="gpu-1",
-                         ready_rule="annotation:hami.io/node-nvidia-register", image="python", stack="dev")
+    node = ReadyGateArgs(
+        namespace="hami",
+        api_group="",
+        version="v1",
+        plural="nodes",
+        object_name="gpu-1",
+        ready_rule="annotation:hami.io/node-nvidia-register",
+        image="python",
+        stack="dev",
+    )
     assert gate_path(node) == "/api/v1/nodes/gpu-1"
-    policy = ReadyGateArgs(namespace="op", api_group="nvidia.com", version="v1", plural="clusterpolicies",
-                           object_name="cluster-policy", ready_rule="status.state=ready", image="python", stack="dev")
+    policy = ReadyGateArgs(
+        namespace="op",
+        api_group="nvidia.com",
+        version="v1",
+        plural="clusterpolicies",
+        object_name="cluster-policy",
+        ready_rule="status.state=ready",
+        image="python",
+        stack="dev",
+    )
     assert gate_path(policy) == "/apis/nvidia.com/v1/clusterpolicies/cluster-policy"
 
 
@@ -107,8 +137,10 @@ def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) 
     plan = plan_stack("cluster")
     gate = plan.one("kubernetes:batch/v1:Job", "gpu-operator-ready-job")
     env = {e["name"]: e["value"] for e in gate["inputs"]["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert (env["GATE_PATH"], env["GATE_READY"]) == ("/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
-                                                     "status.state=ready")
+    assert (env["GATE_PATH"], env["GATE_READY"]) == (
+        "/apis/nvidia.com/v1/clusterpolicies/cluster-policy",
+        "status.state=ready",
+    )
     assert "gpu-operator-release" in gate["dependsOn"]
     # The gate runs the mounted in-cluster folder, which carries the one API client it shares with the verifier.
     container = gate["inputs"]["spec"]["template"]["spec"]["containers"][0]
@@ -121,8 +153,9 @@ def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) 
 
 
 @pytest.mark.parametrize(("stack", "gate"), [("cluster", "gpu-operator-ready-job"), ("gke", "kai-config-ready-job")])
-def test_a_failed_gate_fails_the_update_at_its_deadline_and_is_replaced_next_time(plan_stack, stack: str,
-                                                                                  gate: str) -> None:
+def test_a_failed_gate_fails_the_update_at_its_deadline_and_is_replaced_next_time(
+    plan_stack, stack: str, gate: str
+) -> None:
     job = plan_stack(stack).one("kubernetes:batch/v1:Job", gate)
     spec, options = job["inputs"]["spec"], job["options"]
     env = {e["name"]: e["value"] for e in spec["template"]["spec"]["containers"][0]["env"]}
@@ -143,10 +176,13 @@ def test_no_toolkit_gate_without_a_gpu_operator(plan_stack) -> None:
     assert [g["name"] for g in plan.find("gpushare:gpu:ReadyGate")] == ["hami-server-version"]
 
 
-@pytest.mark.parametrize(("stack", "git_version", "key"), [
-    ("cluster", "v1.35.6", "gpushare:cluster.kubernetesVersion"),
-    ("k3s", "v1.36.2+k3s1", "gpushare:k3s.version"),
-])
+@pytest.mark.parametrize(
+    ("stack", "git_version", "key"),
+    [
+        ("cluster", "v1.35.6", "gpushare:cluster.kubernetesVersion"),
+        ("k3s", "v1.36.2+k3s1", "gpushare:k3s.version"),
+    ],
+)
 def test_hami_waits_for_a_live_server_of_the_version_images_names(plan_stack, stack, git_version, key) -> None:
     plan = plan_stack(stack)
     job = plan.one("kubernetes:batch/v1:Job", "hami-server-version-job")
@@ -174,8 +210,12 @@ def test_the_version_gate_fails_naming_the_key_on_another_server(tmp_path, monke
             return {"gitVersion": "v1.35.2", "platform": "linux/amd64"}
 
     monkeypatch.setattr(ready_gate_pod.kube, "ApiClient", Server)
-    for name, value in {"GATE_PATH": "/version", "GATE_READY": "gitVersion=v1.35.6", "GATE_TIMEOUT": "0",
-                        "GATE_HINT": "set gpushare:cluster.kubernetesVersion"}.items():
+    for name, value in {
+        "GATE_PATH": "/version",
+        "GATE_READY": "gitVersion=v1.35.6",
+        "GATE_TIMEOUT": "0",
+        "GATE_HINT": "set gpushare:cluster.kubernetesVersion",
+    }.items():
         monkeypatch.setenv(name, value)
     assert ready_gate_pod.main() == 1
     line = capsys.readouterr().err.strip()

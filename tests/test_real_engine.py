@@ -16,8 +16,12 @@ from components.mocks import MOCK_KUBECONFIG, VM_EXTERNAL_IP, GpushareMocks
 from components.plan import Plan
 from components.pulumi_internals import SIG_KEY
 
-EXISTING_HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.address=192.0.2.50",
-                 "gpushare:host.privateKey=key")
+EXISTING_HOST = (
+    "gpushare:platform=existing-host",
+    "gpushare:vm=null",
+    "gpushare:host.address=192.0.2.50",
+    "gpushare:host.privateKey=key",
+)
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 COMMANDS = ("command:remote:Command", "command:local:Command")
 PLACEHOLDER_IDENTITY = "existing:" + hashlib.sha256(b"https://192.0.2.10:6443\nmock").hexdigest()[:16]
@@ -39,15 +43,20 @@ def in_cluster(plan: Plan) -> list[dict[str, Any]]:
 # --- destroy: what lives in a cluster the stack owns goes with the cluster ------------------------------------
 
 
-@pytest.mark.parametrize(("stack", "overrides", "owner"), [
-    # The provider, replaced exactly when the cluster's identity changes (and deleted on destroy): the engine honours
-    # it inside a delete-first replacement, where a deletedWith on the VM or cluster is not (test_engine_order.py).
-    ("gke", (), "gke-k8s"),
-    ("k3s", (), "k3s-provider"),
-    ("k3s", EXISTING_HOST, "k3s-provider"),  # and on destroy k3s-uninstall.sh removes everything k3s ran
-])
-def test_everything_in_an_owned_cluster_is_deleted_with_the_cluster(plan_stack: Callable[..., Plan], stack: str,
-                                                                    overrides: tuple[str, ...], owner: str) -> None:
+@pytest.mark.parametrize(
+    ("stack", "overrides", "owner"),
+    [
+        # The provider, replaced exactly when the cluster's identity changes (and deleted on destroy): the engine
+        # honours it inside a delete-first replacement, where a deletedWith on the VM or cluster is not
+        # (test_engine_order.py).
+        ("gke", (), "gke-k8s"),
+        ("k3s", (), "k3s-provider"),
+        ("k3s", EXISTING_HOST, "k3s-provider"),  # and on destroy k3s-uninstall.sh removes everything k3s ran
+    ],
+)
+def test_everything_in_an_owned_cluster_is_deleted_with_the_cluster(
+    plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...], owner: str
+) -> None:
     plan = plan_stack(stack, *overrides)
     inside = in_cluster(plan)
     assert len(inside) > 10
@@ -60,7 +69,8 @@ def test_gke_node_pool_goes_with_its_cluster(plan_stack: Callable[..., Plan]) ->
 
 
 def test_k3s_on_a_vm_runs_no_ssh_step_on_delete_but_an_existing_host_is_uninstalled(
-        plan_stack: Callable[..., Plan]) -> None:
+    plan_stack: Callable[..., Plan],
+) -> None:
     for step in plan_stack("k3s").find("command:remote:Command"):
         assert step["options"]["deletedWith"] == "k3s-vm-instance", step["name"]
     host = plan_stack("k3s", *EXISTING_HOST)
@@ -81,28 +91,37 @@ def test_on_the_cluster_stack_every_release_is_uninstalled(plan_stack: Callable[
 
 @pytest.mark.parametrize(("stack", "overrides"), [("gke", ()), ("k3s", ()), ("k3s", EXISTING_HOST), ("cluster", ())])
 def test_no_kubernetes_provider_drops_unreachable_resources_from_the_state(
-        plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...]) -> None:
+    plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...]
+) -> None:
     for provider in plan_stack(stack, *overrides).find(K8S_PROVIDER):
         assert "deleteUnreachable" not in provider["inputs"], provider["name"]
 
 
-@pytest.mark.parametrize(("stack", "overrides", "identity"), [
-    ("gke", (), "gke:gke-cluster-id"),
-    ("k3s", (), "k3s-vm:1234567890123456789"),
-    ("k3s", EXISTING_HOST, "k3s-host:192.0.2.50"),
-    # the server and CA of examples/kubeconfig.placeholder.yaml's context
-    ("cluster", (), PLACEHOLDER_IDENTITY),
-])
+@pytest.mark.parametrize(
+    ("stack", "overrides", "identity"),
+    [
+        ("gke", (), "gke:gke-cluster-id"),
+        ("k3s", (), "k3s-vm:1234567890123456789"),
+        ("k3s", EXISTING_HOST, "k3s-host:192.0.2.50"),
+        # the server and CA of examples/kubeconfig.placeholder.yaml's context
+        ("cluster", (), PLACEHOLDER_IDENTITY),
+    ],
+)
 def test_kubernetes_provider_of_an_owned_cluster_names_its_identity(
-        plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...], identity: str) -> None:
+    plan_stack: Callable[..., Plan], stack: str, overrides: tuple[str, ...], identity: str
+) -> None:
     (provider,) = plan_stack(stack, *overrides).find(K8S_PROVIDER)
     assert provider["inputs"]["clusterIdentifier"] == identity
 
 
 def _kubeconfig(server: str, ca: str, cluster: str = "kubernetes") -> str:
-    return yaml.safe_dump({"current-context": "admin@prod", "contexts": [
-        {"name": "admin@prod", "context": {"cluster": cluster, "user": "admin"}}], "clusters": [
-        {"name": cluster, "cluster": {"server": server, "certificate-authority-data": ca}}]})
+    return yaml.safe_dump(
+        {
+            "current-context": "admin@prod",
+            "contexts": [{"name": "admin@prod", "context": {"cluster": cluster, "user": "admin"}}],
+            "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority-data": ca}}],
+        }
+    )
 
 
 def test_a_rebuilt_cluster_of_the_same_kubeadm_name_is_a_new_identity_and_replaces_the_provider() -> None:
@@ -134,10 +153,12 @@ def test_a_changed_vm_address_replaces_no_kubernetes_resource(fresh_plan: Callab
     # ... yet the provider's identity is unchanged: DiffConfig then plans an update, never a replacement ...
     identity = [p.one(K8S_PROVIDER, "k3s-provider")["inputs"]["clusterIdentifier"] for p in (before, after)]
     assert identity[0] == identity[1] and identity[0]
+
     # ... and no Kubernetes object's inputs or options change, so none is replaced.
     def objects(plan: Plan) -> dict[str, Any]:
-        return {r["name"]: (r["inputs"], r.get("options")) for r in plan.resources
-                if r["type"].startswith("kubernetes:")}
+        return {
+            r["name"]: (r["inputs"], r.get("options")) for r in plan.resources if r["type"].startswith("kubernetes:")
+        }
 
     assert objects(before) == objects(after)
 
@@ -150,7 +171,8 @@ def _replaced_vm(instance_id: str) -> GpushareMocks:
 
 
 def test_changing_vm_spot_replaces_the_vm_delete_first_then_every_step_and_every_object_in_order(
-        fresh_plan: Callable[..., Plan]) -> None:
+    fresh_plan: Callable[..., Plan],
+) -> None:
     before = fresh_plan("k3s", ["gpushare:vm.spot=true"], mocks=_replaced_vm("1111111111111111111"))
     # A replaced VM is a new instance with a new id (what GCE gives the instance the engine creates).
     after = fresh_plan("k3s", ["gpushare:vm.spot=false"], mocks=_replaced_vm("2222222222222222222"))
@@ -168,7 +190,9 @@ def test_changing_vm_spot_replaces_the_vm_delete_first_then_every_step_and_every
         # triggers are replaceOnChanges (pulumi-command provider/pkg/provider/common/inputs.go:10): each step reruns.
         assert new["options"]["replaceOnChanges"] == ["triggers[*]"], name
         assert (old["inputs"]["triggers"], new["inputs"]["triggers"]) == (
-            ["k3s-vm:1111111111111111111"], ["k3s-vm:2222222222222222222"]), name
+            ["k3s-vm:1111111111111111111"],
+            ["k3s-vm:2222222222222222222"],
+        ), name
     identity = [p.one(K8S_PROVIDER, "k3s-provider")["inputs"]["clusterIdentifier"] for p in (before, after)]
     # A new clusterIdentifier replaces the provider, and with it every object on it (provider.go, DiffConfig).
     assert identity == ["k3s-vm:1111111111111111111", "k3s-vm:2222222222222222222"]
@@ -194,8 +218,9 @@ def test_the_vm_keeps_a_reserved_address_across_stops(plan_stack: Callable[..., 
 
 
 @pytest.mark.parametrize("stack", ["gke", "k3s", "cluster"])
-def test_proof_pods_and_verifier_are_replaced_delete_first_on_a_new_run_id(plan_stack: Callable[..., Plan],
-                                                                           stack: str) -> None:
+def test_proof_pods_and_verifier_are_replaced_delete_first_on_a_new_run_id(
+    plan_stack: Callable[..., Plan], stack: str
+) -> None:
     plan = plan_stack(stack, "gpushare:verify.runId=7")
     pods = plan.find("kubernetes:core/v1:Pod")
     assert len(pods) >= 3
@@ -217,7 +242,8 @@ def replaces_on_init_error(paths: list[str]) -> bool:
 
 
 def test_verifier_is_stopped_at_its_deadline_and_waited_on_again_after_a_timed_out_run(
-        plan_stack: Callable[..., Plan]) -> None:
+    plan_stack: Callable[..., Plan],
+) -> None:
     pod = plan_stack("k3s").one("kubernetes:core/v1:Pod", "gpushare-proof-verifier-pod")
     deadline = pod["inputs"]["spec"]["activeDeadlineSeconds"]
     timeouts = pod["options"]["customTimeouts"]
@@ -227,8 +253,9 @@ def test_verifier_is_stopped_at_its_deadline_and_waited_on_again_after_a_timed_o
 
 
 @pytest.mark.parametrize("stack", ["gke", "k3s", "cluster", "gke-mps"])
-def test_a_refresh_that_flags_a_proof_pod_or_the_verifier_never_reruns_the_proof(plan_stack: Callable[..., Plan],
-                                                                                stack: str) -> None:
+def test_a_refresh_that_flags_a_proof_pod_or_the_verifier_never_reruns_the_proof(
+    plan_stack: Callable[..., Plan], stack: str
+) -> None:
     # A refresh reads every Pod with the provider's readiness check, not its waitFor (pulumi-kubernetes v4.32.0
     # provider/pkg/await/await.go:406-418 → pod.go:184 awaitPodRead): the Pending over-commit Pod, an unready slice
     # and a Failed verifier come back with init errors (pulumi step.go:1599 keeps them, warning).
@@ -243,14 +270,16 @@ def test_a_refresh_that_flags_a_proof_pod_or_the_verifier_never_reruns_the_proof
     # A verdict, failing or not, ends the verifier Succeeded, which a refresh reads as ready (check.go:92; the exit
     # code is pinned in test_verifier_client.py). Every input it runs with still replaces it: a new run judges.
     assert sorted(verifier["options"]["replaceOnChanges"]) == sorted(
-        key for key in verifier["inputs"] if key not in ("apiVersion", "kind"))
+        key for key in verifier["inputs"] if key not in ("apiVersion", "kind")
+    )
 
 
 # --- secrets out of the update's log ---------------------------------------------------------------------------
 
 
-def _commands_with_output(fresh_plan: Callable[..., Plan], stack: str, overrides: tuple[str, ...]
-                          ) -> list[tuple[dict[str, Any], str]]:
+def _commands_with_output(
+    fresh_plan: Callable[..., Plan], stack: str, overrides: tuple[str, ...]
+) -> list[tuple[dict[str, Any], str]]:
     stdout: dict[str, str] = {}
 
     def record(args: Any, state: dict[str, Any]) -> None:
@@ -262,8 +291,9 @@ def _commands_with_output(fresh_plan: Callable[..., Plan], stack: str, overrides
 
 
 @pytest.mark.parametrize(("stack", "overrides"), [("gke", ()), ("k3s", ()), ("k3s", EXISTING_HOST), ("cluster", ())])
-def test_no_command_streams_a_secret_into_the_update_output(fresh_plan: Callable[..., Plan], stack: str,
-                                                            overrides: tuple[str, ...]) -> None:
+def test_no_command_streams_a_secret_into_the_update_output(
+    fresh_plan: Callable[..., Plan], stack: str, overrides: tuple[str, ...]
+) -> None:
     for command, stdout in _commands_with_output(fresh_plan, stack, overrides):
         name, logging = command["name"], command["inputs"].get("logging")
         assert logging in ("stdout", "stderr", "stdoutAndStderr", "none"), f"{name} leaves logging to the default"
@@ -279,7 +309,8 @@ def test_the_kubeconfig_step_is_the_one_that_prints_a_credential(fresh_plan: Cal
 
 
 def test_bootstrap_checks_the_host_key_the_vm_published_and_no_private_key_is_in_metadata(
-        fresh_plan: Callable[..., Plan]) -> None:
+    fresh_plan: Callable[..., Plan],
+) -> None:
     seen: dict[str, Any] = {}
     asked: list[dict[str, Any]] = []
 
@@ -315,7 +346,9 @@ def test_the_host_key_is_read_again_only_for_a_new_instance(fresh_plan: Callable
     assert read_steps(_replaced_vm("1111111111111111111"), _replaced_vm("1111111111111111111")) == []
     # ... a new VM (a new instance id in the triggers): it runs once more, for the new key.
     assert read_steps(_replaced_vm("1111111111111111111"), _replaced_vm("2222222222222222222")) == [
-        "create-replacement", "delete"]
+        "create-replacement",
+        "delete",
+    ]
 
 
 def test_an_existing_hosts_bootstrap_checks_the_host_key_it_was_given(fresh_plan: Callable[..., Plan]) -> None:
@@ -352,14 +385,17 @@ def test_fixed_name_gke_cluster_and_pool_are_replaced_delete_first(plan_stack: C
     plan = plan_stack("gke")
     # name is ForceNew on both (terraform-provider-google resource_container_cluster.go:293,
     # resource_container_node_pool.go:510): created first, the replacement would meet 409 already exists.
-    for type_, name, fixed in (("gcp:container/cluster:Cluster", "gke-cluster", "kai-hami-test"),
-                               ("gcp:container/nodePool:NodePool", "gke-gpu-pool", "gpu-pool")):
+    for type_, name, fixed in (
+        ("gcp:container/cluster:Cluster", "gke-cluster", "kai-hami-test"),
+        ("gcp:container/nodePool:NodePool", "gke-gpu-pool", "gpu-pool"),
+    ):
         resource = plan.one(type_, name)
         assert resource["inputs"]["name"] == fixed and resource["options"]["deleteBeforeReplace"] is True
 
 
 def test_a_zone_that_stopped_offering_the_version_prefix_does_not_fail_the_update(
-        plan_stack: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch) -> None:
+    plan_stack: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch
+) -> None:
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
     cluster = plan_stack("gke", "gpushare:gke.kubernetesVersion=1.33.").one("gcp:container/cluster:Cluster")
@@ -379,7 +415,8 @@ def test_pulumi_yaml_requires_a_cli_that_enforces_the_floor_and_acts_on_replacem
 
 
 def test_a_real_preview_shows_the_verdict_as_unknown_and_the_offline_plan_shows_it_planned(
-        fresh_plan: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh_plan: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from components.verify import collect
 
     offline = fresh_plan("k3s")
@@ -389,17 +426,20 @@ def test_a_real_preview_shows_the_verdict_as_unknown_and_the_offline_plan_shows_
     assert (real.outputs["verification"], real.outputs["report"], real.outputs["gpuAudit"]) == ("[unknown]",) * 3
 
 
-def test_up_refuses_a_documentation_address_that_a_preview_shows_marked(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_up_refuses_a_documentation_address_that_a_preview_shows_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     from components.plan import run
 
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
     run("k3s", ["gpushare:vm.allowedSourceRanges=[198.51.100.7/32]"])  # the shipped placeholder: previewed
-    assert any(w.startswith("gpushare:vm.allowedSourceRanges: 198.51.100.7/32") and "`pulumi up` refuses" in w
-               for w in warnings)
-    for overrides, key in ((["gpushare:vm.allowedSourceRanges=[203.0.113.0/28]"], "gpushare:vm.allowedSourceRanges"),
-                           ([*EXISTING_HOST], "gpushare:host.address")):
+    assert any(
+        w.startswith("gpushare:vm.allowedSourceRanges: 198.51.100.7/32") and "`pulumi up` refuses" in w
+        for w in warnings
+    )
+    for overrides, key in (
+        (["gpushare:vm.allowedSourceRanges=[203.0.113.0/28]"], "gpushare:vm.allowedSourceRanges"),
+        ([*EXISTING_HOST], "gpushare:host.address"),
+    ):
         with pytest.raises(Exception, match=rf"{key}.*documentation address.*ifconfig\.me"):
             run("k3s", overrides, preview=False)
 
@@ -427,8 +467,17 @@ def test_reading_the_verifiers_typed_status_logs_no_warning(monkeypatch: pytest.
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
     terminated = outputs.ContainerStateTerminated(exit_code=0, message='{"passed": true}')
-    status = outputs.PodStatus(container_statuses=[outputs.ContainerStatus(
-        image="python", image_id="python@sha256:0", name="verifier", ready=False, restart_count=0,
-        state=outputs.ContainerState(terminated=terminated))])
+    status = outputs.PodStatus(
+        container_statuses=[
+            outputs.ContainerStatus(
+                image="python",
+                image_id="python@sha256:0",
+                name="verifier",
+                ready=False,
+                restart_count=0,
+                state=outputs.ContainerState(terminated=terminated),
+            )
+        ]
+    )
     assert termination_message(status) == '{"passed": true}'
     assert warnings == []

@@ -26,7 +26,7 @@ BUDGET_S = 540
 def runs(part: str) -> list[dict[str, Any]]:
     """Each `run NAME STACK EXPECT SECONDS FLAGS…` line of one PART's case."""
     text = SCRIPT.read_text()
-    body = text[text.index(f"\n{part})\n"):]
+    body = text[text.index(f"\n{part})\n") :]
     body = body[: body.index(";;")]
     found = []
     for line in body.splitlines():
@@ -97,7 +97,9 @@ def test_the_committed_expectations_are_the_stacks_plans_at_each_quota() -> None
 def test_the_host_proof_measures_only_the_shapes_it_is_given(tmp_path: Path) -> None:
     assert shapes_argv(HostOptions(setup="hami-core", workdir=tmp_path)) == []
     assert shapes_argv(HostOptions(setup="hami-core", workdir=tmp_path, compute_shapes=("short_many",))) == [
-        "--shapes", "short_many"]
+        "--shapes",
+        "short_many",
+    ]
 
 
 def test_the_benchmark_prints_each_recorded_runs_pod_time_against_the_60_second_target() -> None:
@@ -105,10 +107,14 @@ def test_the_benchmark_prints_each_recorded_runs_pod_time_against_the_60_second_
                           cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert ("neighbour-steps/cluster-hami-core: Pods 57.7 s: within the 60 s target (2.3 s to spare) (compute stack;"
-            " proof 69.3 s)") in lines
+    assert (
+        "neighbour-steps/cluster-hami-core: Pods 57.7 s: within the 60 s target (2.3 s to spare) (compute stack;"
+        " proof 69.3 s)"
+    ) in lines
     assert "neighbour-steps/cluster-mps: Pods 60.7 s: 0.7 s over the 60 s target (compute stack; proof 72.0 s)" in lines
     assert "final-26/cluster-mps: Pods 61 s: 1 s over the 60 s target (compute stack; proof 72.4 s)" in lines
-    assert ("final-26/repeat/cluster40-hami-core-2: Pods 48.6 s: within the 60 s target (11.4 s to spare)"
-            " (compute stack; proof 52.9 s)") in lines
+    assert (
+        "final-26/repeat/cluster40-hami-core-2: Pods 48.6 s: within the 60 s target (11.4 s to spare)"
+        " (compute stack; proof 52.9 s)"
+    ) in lines
     assert "compute stacks over the 60 s target: final-26/cluster-mps, neighbour-steps/cluster-mps" in done.stdout

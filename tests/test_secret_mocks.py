@@ -47,8 +47,12 @@ def test_a_malformed_ciphertext_is_refused(text: str, settings: dict[str, str]) 
 
 
 def test_a_malformed_secure_value_is_refused_in_one_line_naming_the_key_and_never_quoting_it(capsys) -> None:
-    assert main(_argv("k3s", *HOST, "gpushare:host.address=192.0.2.50",
-                      "gpushare:host.privateKey={secure: v1:s3cr3tvalue}")) == 2
+    assert (
+        main(
+            _argv("k3s", *HOST, "gpushare:host.address=192.0.2.50", "gpushare:host.privateKey={secure: v1:s3cr3tvalue}")
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: gpushare:host.privateKey: the secure: value") and len(err.splitlines()) == 1
     assert "s3cr3t" not in err
@@ -70,14 +74,23 @@ def test_a_secret_chart_repository_is_mocked_as_a_repository() -> None:
 
 
 def test_a_secret_kubeconfig_path_is_mocked_as_a_path_to_a_kubeconfig() -> None:
-    config, secret = mock_secrets({"gpushare:platform": "existing",
-                                   "gpushare:cluster": {"kubeconfigPath": {"secure": CLOUD}}})
+    config, secret = mock_secrets(
+        {"gpushare:platform": "existing", "gpushare:cluster": {"kubeconfigPath": {"secure": CLOUD}}}
+    )
     assert secret == ["gpushare:cluster"] and config["gpushare:cluster"]["kubeconfigPath"].endswith(".yaml")
 
 
 def test_a_secret_host_and_host_key_are_mocked_as_a_host_and_a_key() -> None:
-    config, _ = mock_secrets({"gpushare:platform": "existing-host", "gpushare:host": {
-        "address": {"secure": CLOUD}, "privateKey": {"secure": CLOUD}, "hostKey": {"secure": CLOUD}}})
+    config, _ = mock_secrets(
+        {
+            "gpushare:platform": "existing-host",
+            "gpushare:host": {
+                "address": {"secure": CLOUD},
+                "privateKey": {"secure": CLOUD},
+                "hostKey": {"secure": CLOUD},
+            },
+        }
+    )
     host = config["gpushare:host"]
     assert host["hostKey"].startswith("ssh-ed25519 ") and "/" not in host["address"]
 

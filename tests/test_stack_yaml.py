@@ -116,8 +116,7 @@ def _stack(tmp_path: Path, text: str) -> Path:
     return tmp_path
 
 
-def test_a_stack_file_key_without_namespace_is_the_projects_and_is_refused_when_unknown(tmp_path: Path,
-                                                                                       capsys) -> None:
+def test_a_stack_file_key_without_namespace_is_the_projects_and_is_refused_when_unknown(tmp_path: Path, capsys) -> None:
     root = _stack(tmp_path, "config:\n  gpushare:platform: gke\n  sliceMiB: 999999\n")
     assert main(["s", "--root", str(root)]) == 2
     err = capsys.readouterr().err

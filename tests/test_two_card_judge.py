@@ -144,24 +144,31 @@ def test_a_pod_hami_gave_two_cards_fails_quota_injection_naming_both_cards() -> 
                                                       CUDA_DEVICE_MEMORY_LIMIT_1="4000m"))  # fmt: skip
     failed = checks(expect, evidence)["quota-injection"]
     assert failed["passed"] is False
-    assert (f"Pod {a}: CUDA_DEVICE_MEMORY_LIMIT_1=4000m is a quota for its device 1, {CARD_0}, beside {card_1}, the"
-            " card it was given: the Pod was given a second card") in failed["observed"]
+    assert (
+        f"Pod {a}: CUDA_DEVICE_MEMORY_LIMIT_1=4000m is a quota for its device 1, {CARD_0}, beside {card_1}, the"
+        " card it was given: the Pod was given a second card"
+    ) in failed["observed"]
 
 
-@pytest.mark.parametrize(("env", "named"), [
-    # HAMi-core reads an SM limit per device too (src/multiprocess/multiprocess_memory_limit.c:201)
-    ({"CUDA_DEVICE_SM_LIMIT_1": "30"}, "CUDA_DEVICE_SM_LIMIT_1=30"),
-    ({"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4000M,1=4000M"}, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT's 1=4000M"),
-    ({"CUDA_DEVICE_MEMORY_LIMIT_1": "4000m"}, "CUDA_DEVICE_MEMORY_LIMIT_1=4000m"),
-])
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        # HAMi-core reads an SM limit per device too (src/multiprocess/multiprocess_memory_limit.c:201)
+        ({"CUDA_DEVICE_SM_LIMIT_1": "30"}, "CUDA_DEVICE_SM_LIMIT_1=30"),
+        ({"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4000M,1=4000M"}, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT's 1=4000M"),
+        ({"CUDA_DEVICE_MEMORY_LIMIT_1": "4000m"}, "CUDA_DEVICE_MEMORY_LIMIT_1=4000m"),
+    ],
+)
 def test_a_limit_for_a_device_beyond_the_pods_one_card_fails_quota_injection(env, named) -> None:
     expect, evidence, card_1 = two_cards()
     a = expect.pods[0]
     edit_probe(evidence, a, lambda r: r["env"].update(env))
     failed = checks(expect, evidence)["quota-injection"]
     assert failed["passed"] is False
-    assert f"Pod {a}: {named} is a quota for its device 1, a card no device list names, beside {card_1}" \
+    assert (
+        f"Pod {a}: {named} is a quota for its device 1, a card no device list names, beside {card_1}"
         in failed["observed"]
+    )
 
 
 def test_a_device_0_limit_that_is_not_its_allocation_fails_quota_injection() -> None:
@@ -184,13 +191,16 @@ def test_a_register_listing_the_pods_card_as_card_0_fails_quota_injection_naming
     assert f"registers card 1 as ['{CARD_0}'], the proof Pods were pinned to {card_1}" in failed["observed"]
 
 
-@pytest.mark.parametrize(("variable", "value", "why"), [
-    ("NVIDIA_VISIBLE_DEVICES", f"{CARD_0},{CARD_0}", "names the card"),
-    ("NVIDIA_VISIBLE_DEVICES", f"all,{CARD_0}", "beside cards says two things"),
-    ("NVIDIA_VISIBLE_DEVICES", "card-one", "which is no card"),
-    ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "4000M", "no `<device>=<limit>` entry"),
-    ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=4000M,0=2G", "limits device 0 twice"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value", "why"),
+    [
+        ("NVIDIA_VISIBLE_DEVICES", f"{CARD_0},{CARD_0}", "names the card"),
+        ("NVIDIA_VISIBLE_DEVICES", f"all,{CARD_0}", "beside cards says two things"),
+        ("NVIDIA_VISIBLE_DEVICES", "card-one", "which is no card"),
+        ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "4000M", "no `<device>=<limit>` entry"),
+        ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=4000M,0=2G", "limits device 0 twice"),
+    ],
+)
 def test_a_device_list_or_mps_limit_that_names_no_device_once_is_not_judgeable(variable, value, why) -> None:
     expect, evidence, _ = two_cards()
     a = expect.pods[0]
@@ -204,8 +214,10 @@ def test_a_device_list_or_mps_limit_that_names_no_device_once_is_not_judgeable(v
 
 # ---------------------------------------------------------------- the host proof on a two-card host
 
-CARDS = ({"index": 0, "name": "NVIDIA H200", "mib": 15360, "driver": "580", "computeMode": "Default", "uuid": CARD_0},
-         {"index": 1, "name": "NVIDIA H200", "mib": 15360, "driver": "580", "computeMode": "Default", "uuid": ""})
+CARDS = (
+    {"index": 0, "name": "NVIDIA H200", "mib": 15360, "driver": "580", "computeMode": "Default", "uuid": CARD_0},
+    {"index": 1, "name": "NVIDIA H200", "mib": 15360, "driver": "580", "computeMode": "Default", "uuid": ""},
+)
 
 
 def _host_options(card_1: str, device: int = 1, tmp: Path | None = None) -> Any:
@@ -264,8 +276,10 @@ def test_on_a_two_card_host_a_whole_card_process_with_a_quota_or_a_slices_view_f
                                            r.update(nvml_total_mib=4000, nvml_free_mib=4000)))  # fmt: skip
     failed = checks(expect, evidence)["view-isolation"]
     assert failed["passed"] is False
-    assert f"whole-GPU Pod {whole} carries CUDA_DEVICE_MEMORY_LIMIT_0=4000m: a whole card has no quota" \
+    assert (
+        f"whole-GPU Pod {whole} carries CUDA_DEVICE_MEMORY_LIMIT_0=4000m: a whole card has no quota"
         in failed["observed"]
+    )
     assert f"whole-GPU Pod {whole}: NVML total is 4000 MiB, not the whole card's 15360" in failed["observed"]
 
 
@@ -304,8 +318,14 @@ def test_a_host_proof_may_share_card_0_where_a_cluster_may_not() -> None:
 def test_the_memory_probe_reports_every_per_device_limit_it_finds(tmp_path: Path) -> None:
     import os
 
-    env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1"), "CUDA_DEVICE_MEMORY_LIMIT_1": "4000m",
-           "CUDA_DEVICE_SM_LIMIT_3": "30", "CUDA_DEVICE_MEMORY_LIMIT_01": "1m", "CUDA_VISIBLE_DEVICES": "1"}
+    env = {
+        **os.environ,
+        "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1"),
+        "CUDA_DEVICE_MEMORY_LIMIT_1": "4000m",
+        "CUDA_DEVICE_SM_LIMIT_3": "30",
+        "CUDA_DEVICE_MEMORY_LIMIT_01": "1m",
+        "CUDA_VISIBLE_DEVICES": "1",
+    }
     done = subprocess.run(module_argv("memory", "--json"), env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     reported = json.loads(done.stdout.splitlines()[-1])["env"]
@@ -380,7 +400,7 @@ def test_the_two_card_commands_in_the_host_proof_record_name_card_1() -> None:
     from components.verify.host.__main__ import parse_args
 
     readme = (ROOT / "docs" / "host-proof" / "README.md").read_text()
-    section = readme[readme.index("## Two cards"):]
+    section = readme[readme.index("## Two cards") :]
     shown = [line.split("python3 -m components.verify.host ", 1)[1] for line in section.splitlines()
              if "python3 -m components.verify.host " in line and "--write-expect" not in line]  # fmt: skip
     assert shown

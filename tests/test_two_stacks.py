@@ -9,8 +9,11 @@ from typing import Any
 
 from components.plan import ROOT, Plan, run
 
-SECOND = ("gpushare:hami.namespace=hami-b", "gpushare:gpuOperator.namespace=gpu-operator-b",
-          "gpushare:verify.namespace=gpushare-proof-b")
+SECOND = (
+    "gpushare:hami.namespace=hami-b",
+    "gpushare:gpuOperator.namespace=gpu-operator-b",
+    "gpushare:verify.namespace=gpushare-proof-b",
+)
 """A second stack's own namespaces: a Namespace is itself cluster-wide, so no two stacks can share one."""
 
 
@@ -53,8 +56,10 @@ def test_any_stack_name_gives_a_dns_label_of_its_own() -> None:
 
     from components.contracts.names import stack_scoped
 
-    names = {stack: stack_scoped("hami-server-version", stack)
-             for stack in ("k3s", "Prod_EU", "prod-eu", "dev.team", "a" * 80, "a" * 81)}
+    names = {
+        stack: stack_scoped("hami-server-version", stack)
+        for stack in ("k3s", "Prod_EU", "prod-eu", "dev.team", "a" * 80, "a" * 81)
+    }
     assert names["k3s"] == "hami-server-version-k3s"
     assert all(re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", n) for n in names.values()), names
     assert len(set(names.values())) == len(names)  # Prod_EU and prod-eu, 80 and 81 a's: still apart

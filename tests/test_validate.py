@@ -143,8 +143,12 @@ def test_a_chart_repository_is_one_url_without_tag_credentials_or_a_port_past_65
 def test_a_quoted_value_that_may_hold_a_credential_is_never_shown() -> None:
     from components.validate import quoted
 
-    for secret in ("apiVersion: v1\nusers: [{user: {token: t0k}}]", "-----BEGIN OPENSSH PRIVATE KEY-----",
-                   "line one\nline two", "my-token-value"):
+    for secret in (
+        "apiVersion: v1\nusers: [{user: {token: t0k}}]",
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "line one\nline two",
+        "my-token-value",
+    ):
         assert "t0k" not in quoted(secret) and "BEGIN" not in quoted(secret) and "not shown" in quoted(secret)
 
 

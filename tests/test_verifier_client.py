@@ -63,9 +63,7 @@ class FakeApi:
             return 200, "application/json", json.dumps(pod_object(name, ns, pods[name]))
         if path == f"/api/v1/namespaces/{ns}/events":
             name = query["fieldSelector"][0].removeprefix("involvedObject.name=")
-            items = [
-                {**e, "source": {"component": e.get("source")}} for e in pods.get(name, {}).get("events", [])
-            ]
+            items = [{**e, "source": {"component": e.get("source")}} for e in pods.get(name, {}).get("events", [])]
             return 200, "application/json", json.dumps({"items": items})
         if path.startswith("/api/v1/nodes/"):
             node = nodes.get(path.removeprefix("/api/v1/nodes/"))
@@ -149,9 +147,7 @@ class FakeClock:
         self.now += seconds
 
 
-def run_verifier(
-    tmp_path: Path, url: str, expect: dict[str, Any], clock: FakeClock | None = None
-) -> tuple[int, Any]:
+def run_verifier(tmp_path: Path, url: str, expect: dict[str, Any], clock: FakeClock | None = None) -> tuple[int, Any]:
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
     termination = tmp_path / "termination-log"
@@ -170,9 +166,7 @@ def run_verifier(
     return rc, message.decode(termination.read_text()) if termination.exists() else None
 
 
-def test_verifier_passes_the_recorded_kai_run(
-    tmp_path: Path, serve: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_verifier_passes_the_recorded_kai_run(tmp_path: Path, serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
     expect, evidence = load("kai")
     api = FakeApi(expect, evidence)
     rc, verdict = run_verifier(tmp_path, serve(api), expect)

@@ -149,8 +149,12 @@ def test_verifier_env_carries_the_expectations(plans: dict[str, Plan]) -> None:
     assert expect["checks"] == list(HAMI_K3S.checks)
     assert expect["wholeGpuPod"] is None and expect["monitor"] is None
     gke = expect_of(plans["gke"])
-    assert gke["monitor"] == {"namespace": "kai-resource-isolator", "port": 9400, "path": "/metrics",
-                              "labelSelector": "app.kubernetes.io/name=kai-resource-isolator-monitor"}
+    assert gke["monitor"] == {
+        "namespace": "kai-resource-isolator",
+        "port": 9400,
+        "path": "/metrics",
+        "labelSelector": "app.kubernetes.io/name=kai-resource-isolator-monitor",
+    }
 
 
 def test_every_verifier_object_validates_against_kubernetes_1_35(plans: dict[str, Plan]) -> None:
@@ -236,8 +240,9 @@ def test_termination_message_is_read_from_the_first_container() -> None:
 
 
 def test_a_new_run_id_replaces_every_proof_pod_and_the_verifier(plan_stack) -> None:
-    pods = lambda plan: {r["name"]: r["options"].get("replacementTrigger")  # noqa: E731
-                         for r in plan.find("kubernetes:core/v1:Pod")}
+    def pods(plan):
+        return {r["name"]: r["options"].get("replacementTrigger") for r in plan.find("kubernetes:core/v1:Pod")}
+
     first, second = pods(plan_stack("k3s")), pods(plan_stack("k3s", "gpushare:verify.runId=2"))
     assert set(first) == set(second) and len(first) == 6  # a, b, over-commit, the two Pod-level tries, verifier
     assert set(first.values()) == {"1"} and set(second.values()) == {"2"}

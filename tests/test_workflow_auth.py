@@ -19,8 +19,12 @@ def runs_for(step: dict[str, Any], stack: str) -> bool:
     condition = step.get("if")
     if condition is None:
         return True
-    python = (condition.replace("&&", " and ").replace("||", " or ")
-              .replace("env.CAN_PREVIEW", "'true'").replace("matrix.stack", repr(stack)))
+    python = (
+        condition.replace("&&", " and ")
+        .replace("||", " or ")
+        .replace("env.CAN_PREVIEW", "'true'")
+        .replace("matrix.stack", repr(stack))
+    )
     assert re.fullmatch(r"[\w\s'=!()-]+", python), f"cannot read the condition {condition!r}"
     return bool(eval(python))  # a condition built only from the literals above
 
@@ -33,8 +37,10 @@ def steps_before_preview(stack: str) -> list[dict[str, Any]]:
 
 def stacks_on(*platforms: str) -> list[str]:
     """The stacks whose stack file sets one of these platforms."""
-    found = {p.name.removeprefix("Pulumi.").removesuffix(".yaml"): yaml.safe_load(p.read_text())["config"]
-             for p in ROOT.glob("Pulumi.*.yaml")}
+    found = {
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml"): yaml.safe_load(p.read_text())["config"]
+        for p in ROOT.glob("Pulumi.*.yaml")
+    }
     return sorted(stack for stack, config in found.items() if config["gpushare:platform"] in platforms)
 
 
@@ -68,6 +74,10 @@ def test_cluster_preview_writes_the_kubeconfig_the_stack_file_points_at() -> Non
 
 
 def test_every_install_uses_the_constraints_file() -> None:
-    installs = [s["run"] for job in WORKFLOW["jobs"].values() for s in job.get("steps", []) if "pip install" in
-                str(s.get("run", ""))]
+    installs = [
+        s["run"]
+        for job in WORKFLOW["jobs"].values()
+        for s in job.get("steps", [])
+        if "pip install" in str(s.get("run", ""))
+    ]
     assert installs and all("-c constraints.txt" in run for run in installs)

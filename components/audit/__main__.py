@@ -53,24 +53,42 @@ def failure_line(exc: BaseException, kubeconfig: str, server: str | None) -> str
     chain, current = [], exc
     while current is not None and current not in chain:
         chain.append(current)
-        current = getattr(current, "reason", None) if isinstance(getattr(current, "reason", None),
-                                                                   BaseException) else current.__cause__
+        current = (
+            getattr(current, "reason", None)
+            if isinstance(getattr(current, "reason", None), BaseException)
+            else current.__cause__
+        )
     names = {type(e).__name__ for e in chain}
     text = " ".join(str(e) for e in chain).lower()
-    if (isinstance(exc, OSError) and not server) or names & {"ConfigException", "ParserError", "ScannerError",
-                                                             "ComposerError", "ConstructorError"}:
+    if (isinstance(exc, OSError) and not server) or names & {
+        "ConfigException",
+        "ParserError",
+        "ScannerError",
+        "ComposerError",
+        "ConstructorError",
+    }:
         first = (str(exc).splitlines() or [type(exc).__name__])[0].rstrip(":")
         return f"--kubeconfig {kubeconfig}: not a kubeconfig this audit can use ({first})"
     status = getattr(exc, "status", None)
     if isinstance(status, int):
         verdict = "refused the credentials" if status in (401, 403) else "answered with an error"
-        return (f"--kubeconfig {kubeconfig}: the API server at {server} {verdict} (HTTP {status} "
-                f"{getattr(exc, 'reason', '')})")
-    if names & {"MaxRetryError", "NewConnectionError", "NameResolutionError", "ConnectTimeoutError", "ProtocolError",
-                "SSLError"} or any(isinstance(e, OSError) for e in chain):
+        return (
+            f"--kubeconfig {kubeconfig}: the API server at {server} {verdict} (HTTP {status} "
+            f"{getattr(exc, 'reason', '')})"
+        )
+    if names & {
+        "MaxRetryError",
+        "NewConnectionError",
+        "NameResolutionError",
+        "ConnectTimeoutError",
+        "ProtocolError",
+        "SSLError",
+    } or any(isinstance(e, OSError) for e in chain):
         why = next((meaning for word, meaning in _UNREACHABLE if word in text), "the connection failed")
-        return (f"--kubeconfig {kubeconfig}: the API server at {server or 'its server'} cannot be reached: {why}; "
-                "check that the cluster is up and that this machine can reach it")
+        return (
+            f"--kubeconfig {kubeconfig}: the API server at {server or 'its server'} cannot be reached: {why}; "
+            "check that the cluster is up and that this machine can reach it"
+        )
     return f"--kubeconfig {kubeconfig}: {type(exc).__name__}: {exc}".splitlines()[0]
 
 
@@ -101,8 +119,11 @@ def main(argv: Sequence[str] | None = None, lister: Lister | None = None) -> int
         return 0 if exc.code == 0 else 2
     namespaces = tuple(args.system_namespace or DEFAULT_SYSTEM_NAMESPACES)
     if lister is None and not os.path.isfile(os.path.expanduser(args.kubeconfig)):
-        print(f"--kubeconfig {args.kubeconfig}: no such file; give the kubeconfig kubectl uses (`kubectl config view "
-              "--raw > FILE`)", file=sys.stderr)
+        print(
+            f"--kubeconfig {args.kubeconfig}: no such file; give the kubeconfig kubectl uses (`kubectl config view "
+            "--raw > FILE`)",
+            file=sys.stderr,
+        )
         return 2
     server = None
     try:

@@ -18,10 +18,12 @@ def unmirrored_warning(mirrors: Mirrors, images: list[str]) -> str | None:
         return None
     count = sum(1 for image in images if not mirrors.is_mirrored(image))
     example = json.dumps(hosts[0])
-    return (f"gpushare:registryMirrors: {', '.join(hosts)} {'has' if len(hosts) == 1 else 'have'} no mirror, so "
-            f"{count} of {len(images)} images are pulled from upstream; map each "
-            f"(`pulumi config set --path 'gpushare:registryMirrors[{example}]' HOST/PATH`) or set "
-            "gpushare:imageRegistry for every upstream the map leaves out")
+    return (
+        f"gpushare:registryMirrors: {', '.join(hosts)} {'has' if len(hosts) == 1 else 'have'} no mirror, so "
+        f"{count} of {len(images)} images are pulled from upstream; map each "
+        f"(`pulumi config set --path 'gpushare:registryMirrors[{example}]' HOST/PATH`) or set "
+        "gpushare:imageRegistry for every upstream the map leaves out"
+    )
 
 
 def images(cfg: StackConfig, *pulled: Iterable[str]) -> dict[str, list[str]]:

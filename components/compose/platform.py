@@ -24,8 +24,10 @@ def refuse_documentation_addresses(key: str, values: list[str]) -> None:
     found = validate.documentation_only(values)
     if not found:
         return
-    problem = (f"{', '.join(found)} is a documentation address (RFC 5737), nobody's real one: `pulumi up` refuses "
-               f"it; set your own, {validate.OWN_ADDRESS_HINT}")
+    problem = (
+        f"{', '.join(found)} is a documentation address (RFC 5737), nobody's real one: `pulumi up` refuses "
+        f"it; set your own, {validate.OWN_ADDRESS_HINT}"
+    )
     if pulumi.runtime.is_dry_run():
         pulumi.log.warn(f"{key}: {problem}")
         return
@@ -56,9 +58,11 @@ def gke_version(zone: str, version: str) -> str:
     offered = gcp.container.get_engine_versions(location=zone, version_prefix=version)
     if not any(v.startswith(version) for v in offered.valid_master_versions):
         alias = version.rstrip(".")
-        pulumi.log.warn(f"gpushare:gke.kubernetesVersion: no {version}x is offered in {zone} any more; a new cluster "
-                        f"asks GKE for {alias!r}, an existing one keeps its version (set a version the zone offers: "
-                        "`gcloud container get-server-config --zone ZONE`)")
+        pulumi.log.warn(
+            f"gpushare:gke.kubernetesVersion: no {version}x is offered in {zone} any more; a new cluster "
+            f"asks GKE for {alias!r}, an existing one keeps its version (set a version the zone offers: "
+            "`gcloud container get-server-config --zone ZONE`)"
+        )
         return alias
     return gke.newest_version(offered.valid_master_versions, version, "gpushare:gke.kubernetesVersion")
 
@@ -83,8 +87,14 @@ def gke_cluster_args(cfg: GkeStack) -> gke.GkeClusterArgs:
 
 def gke_cost_note(cfg: GkeStack) -> str:
     section, card = cfg.gke, GPU_MODELS.get(cfg.gpu.type)
-    shape = pricing.PoolShape(section.machine_type, section.node_count, cfg.gpu.type, cfg.gpu.per_node, section.spot,
-                              gpu_in_machine_price=bool(card and card.bundled_with_machine))
+    shape = pricing.PoolShape(
+        section.machine_type,
+        section.node_count,
+        cfg.gpu.type,
+        cfg.gpu.per_node,
+        section.spot,
+        gpu_in_machine_price=bool(card and card.bundled_with_machine),
+    )
     prices = pricing.Prices(section.machine_hourly_usd, section.gpu_hourly_usd)
     keys = "gpushare:gke.machineHourlyUsd and gpushare:gke.gpuHourlyUsd"
     stop = f"`pulumi destroy -s {pulumi.get_stack()}` stops it (a failed `up` leaves the cluster running)"
@@ -93,14 +103,22 @@ def gke_cost_note(cfg: GkeStack) -> str:
 
 def vm_cost_note(cfg: K3sVmStack) -> str:
     section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
-    shape = pricing.PoolShape(section.machine_type, 1, cfg.gpu.type, cfg.gpu.per_node, section.spot,
-                              gpu_in_machine_price=bool(card and card.bundled_with_machine))
+    shape = pricing.PoolShape(
+        section.machine_type,
+        1,
+        cfg.gpu.type,
+        cfg.gpu.per_node,
+        section.spot,
+        gpu_in_machine_price=bool(card and card.bundled_with_machine),
+    )
     prices = pricing.Prices(section.machine_hourly_usd, section.gpu_hourly_usd)
     keys = "gpushare:vm.machineHourlyUsd" + ("" if shape.gpu_in_machine_price else " and gpushare:vm.gpuHourlyUsd")
     destroy = f"`pulumi destroy -s {pulumi.get_stack()}` stops the billing"
-    spot = ("Spot: may be reclaimed at any time and is then stopped, not restarted (its disk and reserved address "
-            "still bill); start it again, on the same address, and run `pulumi up` with a new gpushare:verify.runId "
-            "for a fresh proof; ")
+    spot = (
+        "Spot: may be reclaimed at any time and is then stopped, not restarted (its disk and reserved address "
+        "still bill); start it again, on the same address, and run `pulumi up` with a new gpushare:verify.runId "
+        "for a fresh proof; "
+    )
     return pricing.cost_note(shape, prices, price_keys=keys, stop=(spot if section.spot else "") + destroy)
 
 
@@ -129,22 +147,30 @@ def bootstrap_args(
 ) -> K3sBootstrapArgs:
     """The bootstrap of a one-node k3s cluster at `host`: the k3s section, the label HAMi selects nodes by, and
     the guard's toolkit switch."""
-    return K3sBootstrapArgs(settings=cfg.k3s, host=host, user=user, private_key=private_key,
-                            node_label=dict(cfg.hami.node_label),
-                            refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env)
+    return K3sBootstrapArgs(
+        settings=cfg.k3s,
+        host=host,
+        user=user,
+        private_key=private_key,
+        node_label=dict(cfg.hami.node_label),
+        refuse_unprivileged_env=cfg.guard.refuse_unprivileged_env,
+    )
 
 
 def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
     """A GPU VM, bootstrapped into a one-node k3s cluster."""
     section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
     refuse_documentation_addresses("gpushare:vm.allowedSourceRanges", list(section.allowed_source_ranges))
-    vm = k3s_vm.GpuVm("k3s-vm", k3s_vm.GpuVmArgs(
-        settings=section,
-        gpu_type=cfg.gpu.type,
-        gpu_count=cfg.gpu.per_node,
-        attach_accelerator=not (card and card.bundled_with_machine),
-        network_tag=k3s_vm.network_tag(pulumi.get_project(), pulumi.get_stack()),
-    ))
+    vm = k3s_vm.GpuVm(
+        "k3s-vm",
+        k3s_vm.GpuVmArgs(
+            settings=section,
+            gpu_type=cfg.gpu.type,
+            gpu_count=cfg.gpu.per_node,
+            attach_accelerator=not (card and card.bundled_with_machine),
+            network_tag=k3s_vm.network_tag(pulumi.get_project(), pulumi.get_stack()),
+        ),
+    )
     args = dataclasses.replace(
         bootstrap_args(cfg, vm.external_ip, vm.ssh_user, vm.private_key),
         wait_for=[vm],
@@ -154,8 +180,10 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
     # Nothing to undo over SSH on a VM that is being deleted.
     bootstrap = K3sBootstrap("k3s", args, pulumi.ResourceOptions(deleted_with=vm.instance))
     ssh = vm.external_ip.apply(
-        lambda ip: "pulumi stack output --show-secrets sshPrivateKey > k3s-key && chmod 600 k3s-key && "
-        f"ssh -i k3s-key {section.ssh_user}@{ip}"
+        lambda ip: (
+            "pulumi stack output --show-secrets sshPrivateKey > k3s-key && chmod 600 k3s-key && "
+            f"ssh -i k3s-key {section.ssh_user}@{ip}"
+        )
     )
     return ClusterFacts(
         provider=bootstrap.provider,
@@ -179,10 +207,16 @@ def existing_host_platform(cfg: ExistingHostStack) -> ClusterFacts:
     refuse_documentation_addresses("gpushare:host.address", [host.address])
     key = pulumi.Output.secret(host.private_key.get_secret_value())
     args = bootstrap_args(cfg, host.address, host.user, key)
-    bootstrap = K3sBootstrap("k3s", dataclasses.replace(
-        args, port=host.port, uninstall_on_delete=True, host_key=host.host_key,
-        cluster_identifier=f"k3s-host:{host.address}",
-    ))
+    bootstrap = K3sBootstrap(
+        "k3s",
+        dataclasses.replace(
+            args,
+            port=host.port,
+            uninstall_on_delete=True,
+            host_key=host.host_key,
+            cluster_identifier=f"k3s-host:{host.address}",
+        ),
+    )
     return ClusterFacts(
         provider=bootstrap.provider,
         gpu=GpuFacts(memory_mib=cfg.card_mib, per_node=cfg.gpu.per_node),
@@ -203,9 +237,12 @@ def existing_platform(cfg: ExistingStack) -> ClusterFacts:
     text, _ = cfg.kubeconfig_text()  # config checked it before anything loaded
     cluster = ExistingCluster(
         "cluster",
-        ExistingClusterArgs(settings=cfg.cluster, kubeconfig=pulumi.Output.secret(text),
-                            node_labels=dict(cfg.hami.node_label),
-                            cluster_identifier=cluster_identity(text, cfg.cluster.context)),
+        ExistingClusterArgs(
+            settings=cfg.cluster,
+            kubeconfig=pulumi.Output.secret(text),
+            node_labels=dict(cfg.hami.node_label),
+            cluster_identifier=cluster_identity(text, cfg.cluster.context),
+        ),
     )
     return ClusterFacts(
         provider=cluster.provider,

@@ -52,9 +52,11 @@ def pinned_pods(cfg: StackConfig, proof: SharingProof) -> tuple[str, ...]:
     if card is None:
         return ()
     prefix = cfg.verify.pod_prefix
-    named = [*zip(proof_pod_names(prefix), proof.requests, strict=True),
-             *([(OVERCOMMIT_POD, proof.overcommit_request)] if proof.overcommit_request is not None else []),
-             *((try_pod_name(prefix, t.id), t.request) for t in pod_tries(cfg, proof))]
+    named = [
+        *zip(proof_pod_names(prefix), proof.requests, strict=True),
+        *([(OVERCOMMIT_POD, proof.overcommit_request)] if proof.overcommit_request is not None else []),
+        *((try_pod_name(prefix, t.id), t.request) for t in pod_tries(cfg, proof)),
+    ]
     return tuple(name for name, request in named if card.pin_annotation in request.annotations)
 
 

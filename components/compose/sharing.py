@@ -37,18 +37,30 @@ def sharing(cfg: StackConfig, cluster: ClusterFacts, toolkit: ToolkitFacts) -> S
 
 def kai_scheduler_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> KaiSchedulerArgs:
     gate_image = mirrored(cfg.verify.probe_image, cfg.mirrors)
-    return KaiSchedulerArgs(settings=cfg.kai, stack=pulumi.get_stack(), ready=tuple(ready), gate_image=gate_image,
-                            mirrors=cfg.mirrors, chart_source=cfg.chart_sources.kai)
+    return KaiSchedulerArgs(
+        settings=cfg.kai,
+        stack=pulumi.get_stack(),
+        ready=tuple(ready),
+        gate_image=gate_image,
+        mirrors=cfg.mirrors,
+        chart_source=cfg.chart_sources.kai,
+    )
 
 
 def isolator_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> ResourceIsolatorArgs:
-    return ResourceIsolatorArgs(settings=cfg.isolator, ready=tuple(ready), mirrors=cfg.mirrors,
-                                chart_source=cfg.chart_sources.isolator)
+    return ResourceIsolatorArgs(
+        settings=cfg.isolator, ready=tuple(ready), mirrors=cfg.mirrors, chart_source=cfg.chart_sources.isolator
+    )
 
 
 def gke_cdi_args(cfg: GkeStack, ready: Sequence[pulumi.Resource]) -> GkeCdiWorkaroundsArgs:
-    return GkeCdiWorkaroundsArgs(settings=cfg.gke_cdi, reservation_namespace=KAI_RESERVATION_NAMESPACE,
-                                 ready=tuple(ready), mirrors=cfg.mirrors, kyverno_source=cfg.chart_sources.kyverno)
+    return GkeCdiWorkaroundsArgs(
+        settings=cfg.gke_cdi,
+        reservation_namespace=KAI_RESERVATION_NAMESPACE,
+        ready=tuple(ready),
+        mirrors=cfg.mirrors,
+        kyverno_source=cfg.chart_sources.kyverno,
+    )
 
 
 def kai_sharing(cfg: GkeStack, cluster: ClusterFacts, toolkit: ToolkitFacts) -> SharingSetup:
@@ -113,12 +125,20 @@ def hami_sharing(cfg: K3sStack | ExistingStack, cluster: ClusterFacts, toolkit: 
     """HAMi at `hami.version`, its scheduler tag the server's (or the pin), and its proof contract."""
     args = hami_args(cfg, cluster, toolkit)
     component = Hami("hami", args, cluster.options())
-    proof = hami_proof(cfg.slice_mib, cfg.overcommit_mib, cfg.verify.cores_percent,
-                       cfg.hami.device_split_count, cluster.gpu.per_node, component.shared_card)
+    proof = hami_proof(
+        cfg.slice_mib,
+        cfg.overcommit_mib,
+        cfg.verify.cores_percent,
+        cfg.hami.device_split_count,
+        cluster.gpu.per_node,
+        component.shared_card,
+    )
     return SharingSetup(
         proof=proof,
         ready=[component.release],
-        outputs={"hamiVersion": cfg.hami.version,
-                 "schedulerImageTag": cfg.hami.scheduler_image_tag or args.server_version},
+        outputs={
+            "hamiVersion": cfg.hami.version,
+            "schedulerImageTag": cfg.hami.scheduler_image_tag or args.server_version,
+        },
         images=component.images,
     )

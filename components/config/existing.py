@@ -75,9 +75,10 @@ class ExistingStack(Stack):
     def check(self) -> None:
         super().check()
         if self.toolkit == "gpu-operator" and self.gpu_operator.device_plugin_enabled:
-            raise ConfigError(key("gpuOperator", "devicePluginEnabled"),
-                              "true beside HAMi: two device plugins would both advertise nvidia.com/gpu; set it to "
-                              "false")
+            raise ConfigError(
+                key("gpuOperator", "devicePluginEnabled"),
+                "true beside HAMi: two device plugins would both advertise nvidia.com/gpu; set it to false",
+            )
         check_hami(self, self.hami, self.server_version, self.server_version_key, cdi_enabled=self.operator_cdi)
         problem = guard_api_problem(self.guard.mode, self.server_version)
         if problem is not None:

@@ -110,12 +110,17 @@ class GkeStack(Stack):
         check_gke_native(self)
         check_kai_reservation(self)
         if self.guard.refuse_unprivileged_env:
-            raise ConfigError(key("guard", "refuseUnprivilegedEnv"), "GKE's managed runtime has no NVIDIA toolkit to"
-                              " configure: remove it (`pulumi config rm --path gpushare:guard.refuseUnprivilegedEnv`)")
+            raise ConfigError(
+                key("guard", "refuseUnprivilegedEnv"),
+                "GKE's managed runtime has no NVIDIA toolkit to"
+                " configure: remove it (`pulumi config rm --path gpushare:guard.refuseUnprivilegedEnv`)",
+            )
         if self.sharing == "kai" and self.verify.cores_percent is not None:
-            raise ConfigError(key("verify", "coresPercent"),
-                              "KAI's gpu-memory request carries no compute share, so there is no compute limit to "
-                              "prove; remove it (compute-limited is a HAMi check)")
+            raise ConfigError(
+                key("verify", "coresPercent"),
+                "KAI's gpu-memory request carries no compute share, so there is no compute limit to "
+                "prove; remove it (compute-limited is a HAMi check)",
+            )
 
 
 SEVERAL_CARDS_WHY: dict[GkeSharing, str] = {
@@ -124,14 +129,14 @@ SEVERAL_CARDS_WHY: dict[GkeSharing, str] = {
     # pkg/binder/plugins/gpusharing/gpu_sharing.go:73 (NVIDIA_VISIBLE_DEVICES names it, which GKE's `runc` handler
     # ignores); components/gpu/gke_cdi.py's policy mutates at admission, before the binder knows that card.
     "kai": "KAI puts a fraction on whichever card its reservation Pod is given, and no Pod annotation chooses "
-           "one; the gkeCdi device policy mounts the devices at admission, before that card is known, so a "
-           "privileged Pod would compute on card 0 whatever KAI gave it",
+    "one; the gkeCdi device policy mounts the devices at admission, before that card is known, so a "
+    "privileged Pod would compute on card 0 whatever KAI gave it",
     # container-engine-accelerators pkg/gpu/nvidia/manager.go:195 (slots nvidiaN/vgpuM of every card) and
     # beta_plugin.go:100 (no GetPreferredAllocation): the kubelet picks any free slot, on any card.
     "mps": "GKE's device plugin hands each Pod any free nvidiaN/vgpuM slot the kubelet picks, and no Pod "
-           "setting chooses the card, so two Pods share one card only by chance",
+    "setting chooses the card, so two Pods share one card only by chance",
     "time-sharing": "GKE's device plugin hands each Pod any free nvidiaN/vgpuM slot the kubelet picks, and no "
-                    "Pod setting chooses the card, so two Pods share one card only by chance",
+    "Pod setting chooses the card, so two Pods share one card only by chance",
 }
 """Why a GKE sharing system cannot pin the proof's two Pods to one card of a node that has several."""
 
@@ -144,10 +149,13 @@ def check_one_card(cfg: GkeStack) -> None:
         return
     where = key("gpu", "perNode") if carried is None else key("gke", "machineType")
     shown = f"{cards} cards per node" if carried is None else f"{cfg.gke.machine_type} carries {cards} cards"
-    raise ConfigError(where, f"{shown}: under sharing {cfg.sharing} the proof cannot pin its two Pods to one card "
-                             f"({SEVERAL_CARDS_WHY[cfg.sharing]}); use one card per node (n1-* with gpu.perNode 1, "
-                             "g2-standard-4 … -16, g4-standard-48, a2-highgpu-1g) and more nodes "
-                             "(gpushare:gke.nodeCount)")
+    raise ConfigError(
+        where,
+        f"{shown}: under sharing {cfg.sharing} the proof cannot pin its two Pods to one card "
+        f"({SEVERAL_CARDS_WHY[cfg.sharing]}); use one card per node (n1-* with gpu.perNode 1, "
+        "g2-standard-4 … -16, g4-standard-48, a2-highgpu-1g) and more nodes "
+        "(gpushare:gke.nodeCount)",
+    )
 
 
 def check_machine(cfg: GkeStack) -> None:
@@ -167,9 +175,12 @@ def check_kai_reservation(cfg: GkeStack) -> None:
         return
     for full_key, namespace in cfg.namespaces().items():
         if namespace == KAI_RESERVATION_NAMESPACE:
-            raise ConfigError(full_key, f"{namespace} is KAI Scheduler's own namespace for its reservation Pods (the "
-                                        "chart's global.resourceReservation.namespace); give this one a namespace of "
-                                        "its own such as gpushare-proof")
+            raise ConfigError(
+                full_key,
+                f"{namespace} is KAI Scheduler's own namespace for its reservation Pods (the "
+                "chart's global.resourceReservation.namespace); give this one a namespace of "
+                "its own such as gpushare-proof",
+            )
 
 
 def check_gke_native(cfg: GkeStack) -> None:
@@ -180,39 +191,69 @@ def check_gke_native(cfg: GkeStack) -> None:
     if cfg.sharing == "mps":
         limits = mps_limits(cfg.card_mib, clients)
         if limits.pinned_mib < MIN_LIMIT_MIB:
-            fix = (f"set {key('gkeSharing', 'maxSharedClientsPerGpu')} to {max(2, cfg.card_mib // MIN_LIMIT_MIB)}"
-                   if cfg.card_mib >= 2 * MIN_LIMIT_MIB else f"the proof needs a card of {2 * MIN_LIMIT_MIB} MiB")
-            where = key("gkeSharing", "maxSharedClientsPerGpu") if cfg.card_mib >= 2 * MIN_LIMIT_MIB else key(
-                "gpu", "memoryMiB")
-            raise ConfigError(where, f"MPS would give each of {clients} clients {limits.pinned_mib} MiB of the "
-                                     f"{cfg.card_mib} MiB card, too little to hold memory and show a refusal; {fix}")
+            fix = (
+                f"set {key('gkeSharing', 'maxSharedClientsPerGpu')} to {max(2, cfg.card_mib // MIN_LIMIT_MIB)}"
+                if cfg.card_mib >= 2 * MIN_LIMIT_MIB
+                else f"the proof needs a card of {2 * MIN_LIMIT_MIB} MiB"
+            )
+            where = (
+                key("gkeSharing", "maxSharedClientsPerGpu")
+                if cfg.card_mib >= 2 * MIN_LIMIT_MIB
+                else key("gpu", "memoryMiB")
+            )
+            raise ConfigError(
+                where,
+                f"MPS would give each of {clients} clients {limits.pinned_mib} MiB of the "
+                f"{cfg.card_mib} MiB card, too little to hold memory and show a refusal; {fix}",
+            )
         if v.slice_mib is not None and v.slice_mib != limits.pinned_mib:
-            raise ConfigError(key("verify", "sliceMiB"), f"{v.slice_mib} MiB: MPS slices are equal, the card's "
-                              f"{cfg.card_mib} MiB over {clients} clients; set it to {limits.pinned_mib} or leave it "
-                              "unset (or change gkeSharing.maxSharedClientsPerGpu)")
+            raise ConfigError(
+                key("verify", "sliceMiB"),
+                f"{v.slice_mib} MiB: MPS slices are equal, the card's "
+                f"{cfg.card_mib} MiB over {clients} clients; set it to {limits.pinned_mib} or leave it "
+                "unset (or change gkeSharing.maxSharedClientsPerGpu)",
+            )
         if v.cores_percent is not None and v.cores_percent != limits.thread_percentage:
-            raise ConfigError(key("verify", "coresPercent"), f"{v.cores_percent}%: MPS gives each of {clients} "
-                              f"clients {limits.thread_percentage}% of the threads; set it to "
-                              f"{limits.thread_percentage} or leave it unset")
+            raise ConfigError(
+                key("verify", "coresPercent"),
+                f"{v.cores_percent}%: MPS gives each of {clients} "
+                f"clients {limits.thread_percentage}% of the threads; set it to "
+                f"{limits.thread_percentage} or leave it unset",
+            )
         hold, extra = round(cfg.hold_gib * 1024), round(cfg.extra_gib * 1024)
         if hold >= limits.pinned_mib:
-            raise ConfigError(key("verify", "holdGiB"), f"{cfg.hold_gib:g} GiB does not fit under MPS's "
-                              f"{limits.pinned_mib} MiB limit; set it below {limits.pinned_mib / 1024:.2f} or leave "
-                              "it unset")
+            raise ConfigError(
+                key("verify", "holdGiB"),
+                f"{cfg.hold_gib:g} GiB does not fit under MPS's "
+                f"{limits.pinned_mib} MiB limit; set it below {limits.pinned_mib / 1024:.2f} or leave "
+                "it unset",
+            )
         if hold + extra <= limits.pinned_mib:
-            raise ConfigError(key("verify", "extraGiB"), f"{cfg.hold_gib:g} GiB held + {cfg.extra_gib:g} GiB more "
-                              f"fits under MPS's {limits.pinned_mib} MiB limit, so nothing would be refused; set it "
-                              f"above {(limits.pinned_mib - hold) / 1024:.2f} or leave it unset")
+            raise ConfigError(
+                key("verify", "extraGiB"),
+                f"{cfg.hold_gib:g} GiB held + {cfg.extra_gib:g} GiB more "
+                f"fits under MPS's {limits.pinned_mib} MiB limit, so nothing would be refused; set it "
+                f"above {(limits.pinned_mib - hold) / 1024:.2f} or leave it unset",
+            )
     else:
         for name, value in (("sliceMiB", v.slice_mib), ("coresPercent", v.cores_percent)):
             if value is not None:
-                raise ConfigError(key("verify", name), "time-sharing hands each Pod the whole card with no memory "
-                                  "or compute limit, so there is none to ask for; remove it")
+                raise ConfigError(
+                    key("verify", name),
+                    "time-sharing hands each Pod the whole card with no memory "
+                    "or compute limit, so there is none to ask for; remove it",
+                )
         if round(cfg.hold_gib * 1024) > cfg.card_mib:
-            raise ConfigError(key("verify", "holdGiB"), f"{cfg.hold_gib:g} GiB is more than the whole card "
-                              f"({cfg.card_mib} MiB on {cfg.gpu_type}), which is all a time-shared Pod can get; set it "
-                              f"to at most {math.floor(cfg.card_mib / 1024 * 100) / 100:.2f} or leave it unset")
+            raise ConfigError(
+                key("verify", "holdGiB"),
+                f"{cfg.hold_gib:g} GiB is more than the whole card "
+                f"({cfg.card_mib} MiB on {cfg.gpu_type}), which is all a time-shared Pod can get; set it "
+                f"to at most {math.floor(cfg.card_mib / 1024 * 100) / 100:.2f} or leave it unset",
+            )
     if v.overcommit_mib is not None:
-        raise ConfigError(key("verify", "overcommitMiB"), f"GKE's {cfg.sharing} counts Pods, not MiB: the "
-                          f"over-commit Pod asks for one slot more than the {clients} × {cfg.gpu.per_node} slots of "
-                          "its node leave free; remove it")
+        raise ConfigError(
+            key("verify", "overcommitMiB"),
+            f"GKE's {cfg.sharing} counts Pods, not MiB: the "
+            f"over-commit Pod asks for one slot more than the {clients} × {cfg.gpu.per_node} slots of "
+            "its node leave free; remove it",
+        )

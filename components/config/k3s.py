@@ -91,12 +91,16 @@ class ExistingHostStack(K3sStack):
 
 def check_network(vm: VmConfig) -> None:
     if not vm.allowed_source_ranges:
-        raise ConfigError(key("vm", "allowedSourceRanges"),
-                          "required: the CIDRs allowed to reach SSH and the Kubernetes API, such as your IP as "
-                          "203.0.113.7/32 (`pulumi config set --path 'gpushare:vm.allowedSourceRanges[0]' "
-                          "203.0.113.7/32`)")
+        raise ConfigError(
+            key("vm", "allowedSourceRanges"),
+            "required: the CIDRs allowed to reach SSH and the Kubernetes API, such as your IP as "
+            "203.0.113.7/32 (`pulumi config set --path 'gpushare:vm.allowedSourceRanges[0]' "
+            "203.0.113.7/32`)",
+        )
     if validate.covers_whole_internet(vm.allowed_source_ranges) and not vm.allow_world_open:
         ranges = ", ".join(vm.allowed_source_ranges)
-        raise ConfigError(key("vm", "allowedSourceRanges"),
-                          f"{ranges} opens SSH and the Kubernetes API to the whole internet; give your own range, or "
-                          "set gpushare:vm.allowWorldOpen to true to accept that")
+        raise ConfigError(
+            key("vm", "allowedSourceRanges"),
+            f"{ranges} opens SSH and the Kubernetes API to the whole internet; give your own range, or "
+            "set gpushare:vm.allowWorldOpen to true to accept that",
+        )

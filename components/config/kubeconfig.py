@@ -28,36 +28,49 @@ class ConfigError(InputError):
 def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
     """The file at `path` (`~` expanded, relative to the project); a missing file is a ConfigError."""
     if may_hold_credential(path) or path.lstrip().startswith(("apiVersion", "{", "kind:")):
-        raise ConfigError(PATH_KEY, "holds a kubeconfig itself (not shown: it may hold a token), not the path to one; "
-                                    f"set the file as a secret instead: `{SECRET_SET}`, then `pulumi config rm --path "
-                                    f"{PATH_KEY}`")
+        raise ConfigError(
+            PATH_KEY,
+            "holds a kubeconfig itself (not shown: it may hold a token), not the path to one; "
+            f"set the file as a secret instead: `{SECRET_SET}`, then `pulumi config rm --path "
+            f"{PATH_KEY}`",
+        )
     file = Path(path).expanduser() if len(path) < 4096 else Path(path)
     file = file if file.is_absolute() else root / file
     problem = file_problem(file)
     if problem is not None:
-        raise ConfigError(PATH_KEY, f"{quoted(str(file))}: {problem}; point it at your kubeconfig, or set it as a "
-                                    f"secret with `{SECRET_SET}`")
+        raise ConfigError(
+            PATH_KEY,
+            f"{quoted(str(file))}: {problem}; point it at your kubeconfig, or set it as a secret with `{SECRET_SET}`",
+        )
     try:
         return file.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(PATH_KEY, f"{quoted(str(file))} is not a text file; point it at the kubeconfig `kubectl` "
-                                    "uses (YAML)") from None
+        raise ConfigError(
+            PATH_KEY, f"{quoted(str(file))} is not a text file; point it at the kubeconfig `kubectl` uses (YAML)"
+        ) from None
     except OSError as err:
-        raise ConfigError(PATH_KEY, f"{quoted(str(file))} cannot be read ({err.strerror}); check its "
-                                    "permissions") from None
+        raise ConfigError(
+            PATH_KEY, f"{quoted(str(file))} cannot be read ({err.strerror}); check its permissions"
+        ) from None
 
 
 def _entries(doc: dict[str, Any], section: str, field: str, where: str, key_: str) -> dict[str, dict[str, Any]]:
     """`clusters`/`contexts`/`users` as name → body; a map where the list belongs is refused (kubectl's shape)."""
     items = doc.get(section) or []
     if not isinstance(items, list):
-        raise ConfigError(key_, f"{where}: {section} is a {type(items).__name__}, not a list of `- name: …` entries; "
-                                "give the file `kubectl config view --raw` prints")
+        raise ConfigError(
+            key_,
+            f"{where}: {section} is a {type(items).__name__}, not a list of `- name: …` entries; "
+            "give the file `kubectl config view --raw` prints",
+        )
     found: dict[str, dict[str, Any]] = {}
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get(field), dict):
-            raise ConfigError(key_, f"{where}: every entry of {section} needs a name and a {field} mapping; give "
-                                    "the file `kubectl config view --raw` prints")
+            raise ConfigError(
+                key_,
+                f"{where}: every entry of {section} needs a name and a {field} mapping; give "
+                "the file `kubectl config view --raw` prints",
+            )
         found[item["name"]] = item[field]
     return found
 
@@ -79,23 +92,33 @@ def check_kubeconfig(text: str, context: str | None, key_: str) -> None:
         if not current:
             raise ConfigError(CONTEXT_KEY, f"the kubeconfig has no current-context; pick one of {names}")
         if current not in contexts:
-            raise ConfigError(CONTEXT_KEY, f"the kubeconfig's current-context {quoted(current)} is not one of its "
-                                           f"contexts ({names}); set this to one of them")
+            raise ConfigError(
+                CONTEXT_KEY,
+                f"the kubeconfig's current-context {quoted(current)} is not one of its "
+                f"contexts ({names}); set this to one of them",
+            )
         context = str(current)
     elif context not in contexts:
         raise ConfigError(CONTEXT_KEY, f"{quoted(context)} is not a context of the kubeconfig; it has {names}")
     cluster = contexts[context].get("cluster")
     if cluster not in clusters:
-        raise ConfigError(key_, f"context {quoted(context)} names cluster {quoted(cluster)}, which the kubeconfig "
-                                "lacks; give the file `kubectl config view --raw` prints")
+        raise ConfigError(
+            key_,
+            f"context {quoted(context)} names cluster {quoted(cluster)}, which the kubeconfig "
+            "lacks; give the file `kubectl config view --raw` prints",
+        )
     server = clusters[cluster].get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
-        raise ConfigError(key_, f"cluster {quoted(cluster)} has no server URL (https://host:6443); give the file "
-                                "`kubectl config view --raw` prints")
+        raise ConfigError(
+            key_,
+            f"cluster {quoted(cluster)} has no server URL (https://host:6443); give the file "
+            "`kubectl config view --raw` prints",
+        )
     problem = _server_problem(server)
     if problem:
-        raise ConfigError(key_, f"cluster {quoted(cluster)}'s server {problem}; give the file `kubectl config view "
-                                "--raw` prints")
+        raise ConfigError(
+            key_, f"cluster {quoted(cluster)}'s server {problem}; give the file `kubectl config view --raw` prints"
+        )
 
 
 def _server_problem(server: str) -> str | None:

@@ -45,10 +45,14 @@ REPLACED_KEYS: dict[tuple[str, str], str] = {
 }
 """Keys whose meaning changed: old section and key → what to set instead."""
 
-_KAI_ELSEWHERE = "kai is wired for platform gke only (its isolator settings are GKE/COS ones); remove the key (hami " \
-                 "is the sharing system here)"
-_HOST_TOOLKIT = "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before k3s; remove the key " \
-                "(host is the only toolkit here)"
+_KAI_ELSEWHERE = (
+    "kai is wired for platform gke only (its isolator settings are GKE/COS ones); remove the key (hami "
+    "is the sharing system here)"
+)
+_HOST_TOOLKIT = (
+    "the k3s bootstrap installs the NVIDIA Container Toolkit on the host before k3s; remove the key "
+    "(host is the only toolkit here)"
+)
 WRONG_CHOICE: dict[tuple[str, str, str], str] = {
     ("gke", "toolkit", "gpu-operator"): "GKE installs and manages the driver and toolkit itself, and a GPU Operator "
     "over GKE-managed drivers breaks them; remove the key (gke-managed is the only toolkit on gke)",
@@ -60,9 +64,12 @@ WRONG_CHOICE: dict[tuple[str, str, str], str] = {
     ("existing-host", "toolkit", "*"): _HOST_TOOLKIT,
     ("existing", "toolkit", "gke-managed"): "gke-managed is only for platform gke; use gpu-operator or host",
     **{(platform, "sharing", "kai"): _KAI_ELSEWHERE for platform in ("k3s-vm", "existing-host", "existing")},
-    **{(platform, "sharing", native): f"{native} is GKE's own GPU sharing (the node pool's gpu_sharing_config), not "
-       "available here; remove the key (hami is the sharing system here)"
-       for platform in ("k3s-vm", "existing-host", "existing") for native in GKE_NATIVE},
+    **{
+        (platform, "sharing", native): f"{native} is GKE's own GPU sharing (the node pool's gpu_sharing_config), not "
+        "available here; remove the key (hami is the sharing system here)"
+        for platform in ("k3s-vm", "existing-host", "existing")
+        for native in GKE_NATIVE
+    },
 }
 """Why a toolkit or sharing value is refused on a platform (`*`: any value but the one allowed)."""
 
@@ -91,8 +98,9 @@ def check_shape(data: Mapping[str, Any]) -> type[Stack]:
             raise ConfigError(key(name), f"unknown key; {hint}")
     platform = data.get("platform")
     if platform is None:
-        raise ConfigError(key("platform"), f"required: one of {', '.join(PLATFORMS)} (`pulumi config set "
-                                           "gpushare:platform gke`)")
+        raise ConfigError(
+            key("platform"), f"required: one of {', '.join(PLATFORMS)} (`pulumi config set gpushare:platform gke`)"
+        )
     if not isinstance(platform, str) or platform not in VARIANTS:
         shown = repr(platform) if isinstance(platform, (str, int, float, bool)) else "a " + type(platform).__name__
         raise ConfigError(key("platform"), f"{shown} is not a platform; expected {', '.join(PLATFORMS)}")
@@ -107,12 +115,16 @@ def check_shape(data: Mapping[str, Any]) -> type[Stack]:
                         raise ConfigError(key(section, inner), REPLACED_KEYS[(section, inner)])
                     moved = MOVED_KEYS.get((section, inner))
                     if moved is not None:
-                        raise ConfigError(key(section, inner), f"moved: set {key(*moved.split('.'))} instead (one "
-                                                               "GPU description for every platform)")
+                        raise ConfigError(
+                            key(section, inner),
+                            f"moved: set {key(*moved.split('.'))} instead (one GPU description for every platform)",
+                        )
             continue
         owners = _owners(section)
-        raise ConfigError(key(section), f"belongs to platform {' or '.join(owners)}, not {platform}; remove it "
-                                        f"(`pulumi config rm {key(section)}`)")
+        raise ConfigError(
+            key(section),
+            f"belongs to platform {' or '.join(owners)}, not {platform}; remove it (`pulumi config rm {key(section)}`)",
+        )
     for choice in ("toolkit", "sharing"):
         value = data.get(choice)
         allowed = tuple(getattr(variant.model_fields[choice].annotation, "__args__", ()))
@@ -225,8 +237,10 @@ def _is_secret(loc: list[str | int]) -> bool:
 def _missing(variant: type[Stack], loc: list[str]) -> str:
     platform = next(p for p, v in VARIANTS.items() if v is variant)
     if len(loc) == 2 and (loc[0], loc[1]) in SECRET_KEYS:
-        return (f"required for platform {platform}; set it as a secret: `pulumi config set --secret --path "
-                f"{key(*loc)} {SECRET_KEYS[(loc[0], loc[1])]}`")
+        return (
+            f"required for platform {platform}; set it as a secret: `pulumi config set --secret --path "
+            f"{key(*loc)} {SECRET_KEYS[(loc[0], loc[1])]}`"
+        )
     model = _model_at(variant, loc[:-1])
     field = next((f for n, f in model.model_fields.items() if alias(n) == loc[-1]), None) if model else None
     described = attribute_docs(model).get(_name_of(model, loc[-1]) or "") if model else None
@@ -236,8 +250,10 @@ def _missing(variant: type[Stack], loc: list[str]) -> str:
         needed = [alias(n) for n, f in section.model_fields.items() if f.is_required()]
         example = " and ".join(f"`pulumi config set --path {key(*loc, n)} …`" for n in needed)
         if tuple(loc) == ("cluster",):
-            example = ("`pulumi config set --path gpushare:cluster.kubeconfigPath ~/.kube/config`, or the file as a "
-                       "secret: `pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`")
+            example = (
+                "`pulumi config set --path gpushare:cluster.kubeconfigPath ~/.kube/config`, or the file as a "
+                "secret: `pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`"
+            )
         return f"required for platform {platform}{doc}; set {example or 'its keys (docs/configuration.md)'}"
     return f"required for platform {platform}{doc}; set it with `pulumi config set --path {key(*loc)} …`"
 

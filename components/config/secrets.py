@@ -126,8 +126,11 @@ def _refused_at(config: dict[str, Any], secret_key: str) -> bool:
     try:
         check_stack_config(config)
     except InputError as err:
-        return err.key == secret_key or secret_key.startswith((f"{err.key}.", f"{err.key}[")) or err.key.startswith(
-            (f"{secret_key}.", f"{secret_key}["))
+        return (
+            err.key == secret_key
+            or secret_key.startswith((f"{err.key}.", f"{err.key}["))
+            or err.key.startswith((f"{secret_key}.", f"{secret_key}["))
+        )
     return False
 
 
@@ -148,16 +151,20 @@ def mock_secrets(config: dict[str, Any], settings: Mapping[str, Any] | None = No
         problem = ciphertext_problem(node["secure"], settings)
         if problem:
             where = _full_key(path)
-            raise ConfigError(where, f"the secure: value is not what `pulumi config set --secret` writes ({problem})"
-                                     f"; set it again: `pulumi config set --secret --path {where} …`")
+            raise ConfigError(
+                where,
+                f"the secure: value is not what `pulumi config set --secret` writes ({problem})"
+                f"; set it again: `pulumi config set --secret --path {where} …`",
+            )
         _put(mocked, path, "mock-secret-value")
     for _ in range(2):  # a second pass: a key's first mock may have hidden another key's refusal
         for path in found:
             default = _declared_default(mocked, path)
             candidates = [*([default] if default is not _UNSET else []), *_shapes()]
             where = _full_key(path)
-            chosen = next((c for c in candidates if not _refused_at(_with(mocked, path, c), where)),
-                          "mock-secret-value")
+            chosen = next(
+                (c for c in candidates if not _refused_at(_with(mocked, path, c), where)), "mock-secret-value"
+            )
             _put(mocked, path, chosen)
     return mocked, sorted({str(path[0]) for path in found})
 

@@ -95,8 +95,9 @@ class Stack(Settings):
     @property
     def mirrors(self) -> Mirrors:
         """Where every image is pulled from (Docker Hub's aliases and any spelling are one upstream)."""
-        return Mirrors(by_host={upstream_host(h): p for h, p in self.registry_mirrors.items()},
-                       default=self.image_registry or None)
+        return Mirrors(
+            by_host={upstream_host(h): p for h, p in self.registry_mirrors.items()}, default=self.image_registry or None
+        )
 
     def chart_pins(self) -> dict[str, str]:
         """chartSources key → the chart version this stack pins (the charts it installs)."""
@@ -163,12 +164,21 @@ class Stack(Settings):
         check_image_tables(self)
 
 
-CHART_NAMES = {"hami": "hami", "gpu_operator": "gpu-operator", "kai": "kai-scheduler",
-               "isolator": "kai-resource-isolator", "kyverno": "kyverno"}
+CHART_NAMES = {
+    "hami": "hami",
+    "gpu_operator": "gpu-operator",
+    "kai": "kai-scheduler",
+    "isolator": "kai-resource-isolator",
+    "kyverno": "kyverno",
+}
 """Each chartSources key's chart, as its Chart.yaml names it."""
-VERSION_KEYS = {"hami": ("hami", "version"), "gpu_operator": ("gpuOperator", "version"),
-                "kai": ("kai", "version"), "isolator": ("isolator", "version"),
-                "kyverno": ("gkeCdi", "kyvernoVersion")}
+VERSION_KEYS = {
+    "hami": ("hami", "version"),
+    "gpu_operator": ("gpuOperator", "version"),
+    "kai": ("kai", "version"),
+    "isolator": ("isolator", "version"),
+    "kyverno": ("gkeCdi", "kyvernoVersion"),
+}
 """Each chartSources key's pinned-version key."""
 
 
@@ -214,28 +224,37 @@ def check_slices(cfg: Stack) -> None:
         return  # GKE sets the slice from the clients per card (gke.check_gke_native); no proof, no slices
     card, slice_mib = cfg.card_mib, cfg.slice_mib
     if card < 2 * MIN_LIMIT_MIB:
-        raise ConfigError(key("gpu", "memoryMiB"),
-                          f"a {card} MiB card cannot hold two proof slices of at least {MIN_LIMIT_MIB} MiB; the "
-                          f"proof needs a card of {2 * MIN_LIMIT_MIB} MiB or more")
+        raise ConfigError(
+            key("gpu", "memoryMiB"),
+            f"a {card} MiB card cannot hold two proof slices of at least {MIN_LIMIT_MIB} MiB; the "
+            f"proof needs a card of {2 * MIN_LIMIT_MIB} MiB or more",
+        )
     if slice_mib > card:
-        raise ConfigError(key("verify", "sliceMiB"),
-                          f"{slice_mib} MiB is larger than the card ({card} MiB on {cfg.gpu_type}); set it below "
-                          f"{card // 2}")
+        raise ConfigError(
+            key("verify", "sliceMiB"),
+            f"{slice_mib} MiB is larger than the card ({card} MiB on {cfg.gpu_type}); set it below {card // 2}",
+        )
     if 2 * slice_mib > card:
-        raise ConfigError(key("verify", "sliceMiB"),
-                          f"two slices of {slice_mib} MiB do not fit one {card} MiB card, so the Pods cannot share "
-                          f"it; set it to at most {card // 2}")
+        raise ConfigError(
+            key("verify", "sliceMiB"),
+            f"two slices of {slice_mib} MiB do not fit one {card} MiB card, so the Pods cannot share "
+            f"it; set it to at most {card // 2}",
+        )
     if cfg.quota_mib < MIN_LIMIT_MIB:
-        raise ConfigError(key("verify", "sliceMiB"),
-                          f"{slice_mib} MiB gives each proof Pod a quota of {cfg.quota_mib} MiB, too small to hold "
-                          f"memory beside a CUDA context and show a refusal; set it between {least_slice_mib(cfg)} "
-                          f"and {card // 2}")
+        raise ConfigError(
+            key("verify", "sliceMiB"),
+            f"{slice_mib} MiB gives each proof Pod a quota of {cfg.quota_mib} MiB, too small to hold "
+            f"memory beside a CUDA context and show a refusal; set it between {least_slice_mib(cfg)} "
+            f"and {card // 2}",
+        )
     if cfg.verify.overcommit_mib is not None and not overcommit_is_valid(card, slice_mib, cfg.overcommit_mib):
         left = remaining_mib(card, slice_mib)
-        raise ConfigError(key("verify", "overcommitMiB"),
-                          f"{cfg.overcommit_mib} MiB must be above what two slices leave ({left} MiB) and at most the "
-                          f"card ({card} MiB), or the Pod is not proof of per-card accounting; leave it unset to "
-                          "compute it")
+        raise ConfigError(
+            key("verify", "overcommitMiB"),
+            f"{cfg.overcommit_mib} MiB must be above what two slices leave ({left} MiB) and at most the "
+            f"card ({card} MiB), or the Pod is not proof of per-card accounting; leave it unset to "
+            "compute it",
+        )
 
 
 def least_slice_mib(cfg: Stack) -> int:
@@ -254,18 +273,24 @@ def check_proof_numbers(cfg: Stack) -> None:
     quota = cfg.quota_mib
     hold, extra = round(cfg.hold_gib * 1024), round(cfg.extra_gib * 1024)
     if hold > quota:
-        raise ConfigError(key("verify", "holdGiB"),
-                          f"{cfg.hold_gib:g} GiB ({hold} MiB) is more than each proof Pod's quota ({quota} MiB), so "
-                          f"the hold itself would be refused; set it to at most {_at_most(quota)} or leave it unset")
+        raise ConfigError(
+            key("verify", "holdGiB"),
+            f"{cfg.hold_gib:g} GiB ({hold} MiB) is more than each proof Pod's quota ({quota} MiB), so "
+            f"the hold itself would be refused; set it to at most {_at_most(quota)} or leave it unset",
+        )
     if not any(size * 1024 > quota for size in cfg.sweep_gib):
-        raise ConfigError(key("verify", "sweepGiB"),
-                          f"no size above the {quota} MiB quota ({quota / 1024:.2f} GiB), so the sweep cannot show "
-                          f"the quota hold; add one such as {quota // 1024 + 1}, or leave it unset")
+        raise ConfigError(
+            key("verify", "sweepGiB"),
+            f"no size above the {quota} MiB quota ({quota / 1024:.2f} GiB), so the sweep cannot show "
+            f"the quota hold; add one such as {quota // 1024 + 1}, or leave it unset",
+        )
     if hold + extra <= quota:
-        raise ConfigError(key("verify", "extraGiB"),
-                          f"the hold ({hold} MiB) plus {cfg.extra_gib:g} GiB ({extra} MiB) still fits the {quota} MiB "
-                          f"quota, so nothing would be refused; set it above {(quota - hold) / 1024:.2f} or leave it "
-                          "unset")
+        raise ConfigError(
+            key("verify", "extraGiB"),
+            f"the hold ({hold} MiB) plus {cfg.extra_gib:g} GiB ({extra} MiB) still fits the {quota} MiB "
+            f"quota, so nothing would be refused; set it above {(quota - hold) / 1024:.2f} or leave it "
+            "unset",
+        )
 
 
 def check_compute_share(cfg: Stack) -> None:
@@ -275,10 +300,12 @@ def check_compute_share(cfg: Stack) -> None:
     if cores is None or not cfg.verify.enabled or cores <= highest_shown("alone"):
         return
     band, unlimited = BAND_POINTS["alone"] / 100, UNLIMITED_POINTS["alone"] / 100
-    raise ConfigError(key("verify", "coresPercent"),
-                      f"{cores}%: the limiter lets a Pod run up to {band:.2f} above its ask (the H200), so at"
-                      f" {cores / 100:.2f} it cannot be told from a Pod with no limit ({unlimited:.2f}); set it to at"
-                      f" most {highest_shown('alone')} or leave it unset")
+    raise ConfigError(
+        key("verify", "coresPercent"),
+        f"{cores}%: the limiter lets a Pod run up to {band:.2f} above its ask (the H200), so at"
+        f" {cores / 100:.2f} it cannot be told from a Pod with no limit ({unlimited:.2f}); set it to at"
+        f" most {highest_shown('alone')} or leave it unset",
+    )
 
 
 def check_namespaces(cfg: Stack) -> None:
@@ -288,13 +315,19 @@ def check_namespaces(cfg: Stack) -> None:
     for full_key, namespace in cfg.namespaces().items():
         if namespace in SYSTEM_NAMESPACES:
             if full_key == proof:
-                raise ConfigError(full_key, f"{namespace} is the cluster's own namespace; the proof's namespace is "
-                                            "created and deleted with the stack, so give it one of its own such as "
-                                            "gpushare-proof")
+                raise ConfigError(
+                    full_key,
+                    f"{namespace} is the cluster's own namespace; the proof's namespace is "
+                    "created and deleted with the stack, so give it one of its own such as "
+                    "gpushare-proof",
+                )
             continue  # a release goes into kube-system or default; the stack neither creates nor deletes them
         if namespace in seen:
-            raise ConfigError(full_key, f"{namespace} is also {seen[namespace]}; each creates and deletes its "
-                                        "namespace, so two would claim one: give this one a namespace of its own")
+            raise ConfigError(
+                full_key,
+                f"{namespace} is also {seen[namespace]}; each creates and deletes its "
+                "namespace, so two would claim one: give this one a namespace of its own",
+            )
         seen[namespace] = full_key
 
 
@@ -303,8 +336,12 @@ def check_mirrors(cfg: Stack) -> None:
     used = image_hosts(cfg)
     for host, prefix in cfg.registry_mirrors.items():
         full_key = f"{key('registryMirrors')}[{json.dumps(host)}]"  # a map entry, as --path takes it
-        problem = (registry_host_problem(host) or mirror_prefix_problem(prefix) or registry_port_problem(host)
-                   or registry_port_problem(prefix.split("/")[0]))
+        problem = (
+            registry_host_problem(host)
+            or mirror_prefix_problem(prefix)
+            or registry_port_problem(host)
+            or registry_port_problem(prefix.split("/")[0])
+        )
         if problem:
             raise ConfigError(full_key, problem)
         upstream = upstream_host(host)
@@ -312,8 +349,11 @@ def check_mirrors(cfg: Stack) -> None:
             raise ConfigError(full_key, f"{host} and {upstreams[upstream]} are one upstream ({upstream}); keep one")
         upstreams[upstream] = host
         if upstream not in used:
-            raise ConfigError(full_key, f"no image of this stack comes from {upstream} (they come from "
-                                        f"{', '.join(sorted(used))}); remove it or correct the host")
+            raise ConfigError(
+                full_key,
+                f"no image of this stack comes from {upstream} (they come from "
+                f"{', '.join(sorted(used))}); remove it or correct the host",
+            )
 
 
 def image_hosts(cfg: Stack) -> set[str]:
@@ -348,9 +388,11 @@ def check_image_tables(cfg: Stack) -> None:
         if (chart, version) in CHARTS:
             continue
         known = sorted(v for c, v in CHARTS if c == chart)
-        raise ConfigError(key(*VERSION_KEYS[name]),
-                          f"{chart} {version} is not in the chart image table (components/chart_images.py knows "
-                          f"{', '.join(known)}), so its images could be neither listed nor mirrored; use {known[-1]}")
+        raise ConfigError(
+            key(*VERSION_KEYS[name]),
+            f"{chart} {version} is not in the chart image table (components/chart_images.py knows "
+            f"{', '.join(known)}), so its images could be neither listed nor mirrored; use {known[-1]}",
+        )
 
 
 def check_chart_sources(cfg: Stack) -> None:
@@ -362,9 +404,11 @@ def check_chart_sources(cfg: Stack) -> None:
     if sources is not None:
         for name in sorted(sources.model_fields_set):
             if getattr(sources, name) is not None and name not in pins:
-                raise ConfigError(key("chartSources", alias(name)),
-                                  f"this stack does not install the {CHART_NAMES[name]} chart with these settings; "
-                                  f"remove it (`pulumi config rm --path {key('chartSources', alias(name))}`)")
+                raise ConfigError(
+                    key("chartSources", alias(name)),
+                    f"this stack does not install the {CHART_NAMES[name]} chart with these settings; "
+                    f"remove it (`pulumi config rm --path {key('chartSources', alias(name))}`)",
+                )
     for name, version in pins.items():
         source = getattr(sources, name, None)
         if source is None or source.path is None:
@@ -375,41 +419,59 @@ def check_chart_sources(cfg: Stack) -> None:
         chart_file = (directory if directory.is_absolute() else PROJECT_ROOT / directory) / "Chart.yaml"
         problem = file_problem(chart_file)
         if problem is not None:
-            raise ConfigError(full_key, f"{quoted(str(chart_file))}: {problem}; unpack the chart there with `helm "
-                                        f"pull --untar --version {version}`")
+            raise ConfigError(
+                full_key,
+                f"{quoted(str(chart_file))}: {problem}; unpack the chart there with `helm "
+                f"pull --untar --version {version}`",
+            )
         try:
             meta = yaml.safe_load(chart_file.read_bytes().decode("utf-8"))
         except (UnicodeDecodeError, yaml.YAMLError, OSError):
             meta = None
         if not isinstance(meta, dict):
-            raise ConfigError(full_key, f"{chart_file} is not a chart's Chart.yaml (not a YAML mapping); unpack the "
-                                        f"chart there with `helm pull --untar --version {version}`")
+            raise ConfigError(
+                full_key,
+                f"{chart_file} is not a chart's Chart.yaml (not a YAML mapping); unpack the "
+                f"chart there with `helm pull --untar --version {version}`",
+            )
         found = (str(meta.get("name")), str(meta.get("version")))
         if found[0] != CHART_NAMES[name] or found[1].lstrip("v") != version.lstrip("v"):
-            raise ConfigError(full_key, f"{chart_file} is {found[0]} {found[1]}, but this stack pins "
-                                        f"{CHART_NAMES[name]} {version}; unpack that version there")
+            raise ConfigError(
+                full_key,
+                f"{chart_file} is {found[0]} {found[1]}, but this stack pins "
+                f"{CHART_NAMES[name]} {version}; unpack that version there",
+            )
 
 
-def check_hami(cfg: Stack, hami: HamiConfig, server_version: str, server_version_key: str, *,
-               cdi_enabled: bool) -> None:
+def check_hami(
+    cfg: Stack, hami: HamiConfig, server_version: str, server_version_key: str, *, cdi_enabled: bool
+) -> None:
     """HAMi's own numbers: room for the proof's three Pods, a scheduler tag the server runs, the right runtime."""
     placed = 3  # both slices and the over-commit Pod, which must be refused for memory, not for a slot
     if hami.device_split_count < placed:
-        raise ConfigError(key("hami", "deviceSplitCount"),
-                          f"{hami.device_split_count} slots per card, but the proof places {placed} Pods on one card "
-                          "(two slices and the over-commit Pod, which must be refused for memory, not for a slot); "
-                          f"set it to at least {placed}")
+        raise ConfigError(
+            key("hami", "deviceSplitCount"),
+            f"{hami.device_split_count} slots per card, but the proof places {placed} Pods on one card "
+            "(two slices and the over-commit Pod, which must be refused for memory, not for a slot); "
+            f"set it to at least {placed}",
+        )
     if hami.scheduler_image_tag is not None:
         wanted = kubernetes_release(server_version)
         if hami.scheduler_image_tag != wanted:
-            raise ConfigError(key("hami", "schedulerImageTag"),
-                              f"{quoted(hami.scheduler_image_tag)} does not match the server version {server_version} "
-                              f"({server_version_key}); HAMi's kube-scheduler must run {wanted}: set it to {wanted} "
-                              "or leave it unset")
+            raise ConfigError(
+                key("hami", "schedulerImageTag"),
+                f"{quoted(hami.scheduler_image_tag)} does not match the server version {server_version} "
+                f"({server_version_key}); HAMi's kube-scheduler must run {wanted}: set it to {wanted} "
+                "or leave it unset",
+            )
     if hami.runtime_class_name == "nvidia" and cdi_enabled:
-        raise ConfigError(key("hami", "runtimeClassName"),
-                          "'nvidia' under a GPU Operator with CDI on makes HAMi's Pods fail with `unresolvable CDI "
-                          "devices`; use nvidia-legacy or leave it unset")
+        raise ConfigError(
+            key("hami", "runtimeClassName"),
+            "'nvidia' under a GPU Operator with CDI on makes HAMi's Pods fail with `unresolvable CDI "
+            "devices`; use nvidia-legacy or leave it unset",
+        )
     if hami.runtime_class_name == "nvidia-legacy" and not cdi_enabled:
-        raise ConfigError(key("hami", "runtimeClassName"),
-                          "nvidia-legacy exists only while the GPU Operator's CDI is on; leave it unset")
+        raise ConfigError(
+            key("hami", "runtimeClassName"),
+            "nvidia-legacy exists only while the GPU Operator's CDI is on; leave it unset",
+        )

@@ -112,8 +112,10 @@ def _go_time_text(match: re.Match[str]) -> str | None:
             return None
         numeric = zone.replace(":", "")
         offset = f"{numeric} {numeric}"  # Go names a parsed offset zone by the offset itself
-    return (f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
-            f"{'.' + fraction if fraction else ''} {offset}")
+    return (
+        f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
+        f"{'.' + fraction if fraction else ''} {offset}"
+    )
 
 
 def go_resolve(tag: str, text: str) -> tuple[str, Any]:
@@ -195,8 +197,7 @@ class _Constructor(SafeConstructor):
             text = "".join(self.construct_scalar(node).split())  # Go's decoder skips line breaks
             return base64.b64decode(text, validate=True).decode("utf-8", "replace")
         except (binascii.Error, ValueError):
-            raise ConstructorError(None, None, "!!binary value contains invalid base64 data",
-                                   node.start_mark) from None
+            raise ConstructorError(None, None, "!!binary value contains invalid base64 data", node.start_mark) from None
 
     def construct_go_other(self, node: Any) -> Any:
         """A tag yaml.v3 does not resolve (`!foo`, `!!set`): the node as it is, a scalar as its text."""
@@ -214,8 +215,12 @@ class _Constructor(SafeConstructor):
         for key_node, _ in node.value:
             identity = (type(key_node), key_node.value if isinstance(key_node, yaml.ScalarNode) else "")
             if identity in seen:  # decode.go:771-777: same kind, same text
-                raise ConstructorError(None, None, f"mapping key {key_node.value!r} already defined at line "
-                                                   f"{seen[identity]}", key_node.start_mark)
+                raise ConstructorError(
+                    None,
+                    None,
+                    f"mapping key {key_node.value!r} already defined at line {seen[identity]}",
+                    key_node.start_mark,
+                )
             seen[identity] = key_node.start_mark.line + 1
         self.flatten_mapping(node)
         mapping: dict[Any, Any] = {}
@@ -227,8 +232,11 @@ class _Constructor(SafeConstructor):
         return mapping
 
 
-_Constructor.yaml_constructors = {k: v for k, v in SafeConstructor.yaml_constructors.items()
-                                  if k is None or not str(k).startswith("tag:yaml.org,2002:")}
+_Constructor.yaml_constructors = {
+    k: v
+    for k, v in SafeConstructor.yaml_constructors.items()
+    if k is None or not str(k).startswith("tag:yaml.org,2002:")
+}
 for _name in ("null", "bool", "int", "float", "timestamp"):
     _Constructor.add_constructor(f"tag:yaml.org,2002:{_name}", _Constructor.construct_go_scalar)
 _Constructor.add_constructor("tag:yaml.org,2002:str", SafeConstructor.construct_yaml_str)
@@ -238,8 +246,9 @@ _Constructor.add_constructor("tag:yaml.org,2002:binary", _Constructor.construct_
 _Constructor.add_constructor(None, _Constructor.construct_go_other)
 
 
-class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _Constructor,
-              _Resolver):
+class _Loader(
+    yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _Constructor, _Resolver
+):
     def __init__(self, stream: str) -> None:
         yaml.reader.Reader.__init__(self, stream)
         yaml.scanner.Scanner.__init__(self)
@@ -281,9 +290,11 @@ def as_program_sees(value: Any, where: str) -> Any:
         return [as_program_sees(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise YamlError(f"{where}: {_yaml_float(value)} is not a number JSON can hold, and Pulumi keeps config as "
-                            "JSON: `pulumi up` stops reading the stack file (json: unsupported value); give a finite "
-                            "number")
+            raise YamlError(
+                f"{where}: {_yaml_float(value)} is not a number JSON can hold, and Pulumi keeps config as "
+                "JSON: `pulumi up` stops reading the stack file (json: unsupported value); give a finite "
+                "number"
+            )
         if value.is_integer() and abs(value) < 1e21:
             return int(value)  # Go's encoding/json writes 8.0 as 8
     return value
@@ -304,8 +315,9 @@ def parse_key(text: str) -> tuple[str, str]:
         return parts[0], parts[1]
     if len(parts) == 3 and parts[1] == "config" and parts[0] and parts[2]:
         return parts[0], parts[2]
-    raise YamlError(f"could not parse {text} as a configuration key (configuration keys should be of the form "
-                    "`<namespace>:<name>`)")
+    raise YamlError(
+        f"could not parse {text} as a configuration key (configuration keys should be of the form `<namespace>:<name>`)"
+    )
 
 
 def stack_file_key(text: str) -> tuple[str, str]:

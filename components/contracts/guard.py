@@ -41,7 +41,6 @@ class GuardSettings(BaseModel):
         return "off" if value is False else value
 
 
-
 def guard_api_problem(mode: GuardMode, server_version: str) -> str | None:
     """Why the guard cannot run on this server (older than 1.30, whose API server does not serve the policy's kind
     and would fail `up` on it), or None. Refused rather than planned off: a stack never drops the guard it was
@@ -50,6 +49,8 @@ def guard_api_problem(mode: GuardMode, server_version: str) -> str | None:
     if mode == "off" or found is None or (int(found[1]), int(found[2])) >= POLICY_SINCE:
         return None
     since = ".".join(map(str, POLICY_SINCE))
-    return (f"{server_version} is older than Kubernetes {since}, the first to serve the admission guard's "
-            f"ValidatingAdmissionPolicy v1; run {since} or later and set it here, or set {key('guard', 'mode')} "
-            "to off")
+    return (
+        f"{server_version} is older than Kubernetes {since}, the first to serve the admission guard's "
+        f"ValidatingAdmissionPolicy v1; run {since} or later and set it here, or set {key('guard', 'mode')} "
+        "to off"
+    )

@@ -18,4 +18,4 @@ def stack_scoped(name: str, stack: str) -> str:
         return scoped
     digest = hashlib.sha256(stack.encode()).hexdigest()[:8]
     room = LABEL_MAX - len(name) - len(digest) - 2
-    return f"{name}-{slug[:max(room, 0)].strip('-')}-{digest}".replace("--", "-")[:LABEL_MAX].strip("-")
+    return f"{name}-{slug[: max(room, 0)].strip('-')}-{digest}".replace("--", "-")[:LABEL_MAX].strip("-")

@@ -85,9 +85,9 @@ def _text(value: Any) -> Any:
     if isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        raise ValueError(f"{value!r} was read as a number; quote it (\"{value}\") so it stays text")
+        raise ValueError(f'{value!r} was read as a number; quote it ("{value}") so it stays text')
     if isinstance(value, bool):
-        raise ValueError(f"{str(value).lower()} was read as a yes/no; quote it (\"{str(value).lower()}\")")
+        raise ValueError(f'{str(value).lower()} was read as a yes/no; quote it ("{str(value).lower()}")')
     if value is None:
         raise ValueError("is empty (null); give a value, or remove the key to take the default")
     if isinstance(value, (dict, list)):
@@ -136,8 +136,13 @@ def attribute_docs(model: type[BaseModel]) -> dict[str, str]:
         except (OSError, TypeError, IndexError, AttributeError):
             continue
         for node, after in itertools.pairwise(body):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
-                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 docs[node.target.id] = " ".join(after.value.value.split())
     return docs
 
@@ -150,4 +155,3 @@ def checked(check: Any, *args: Any) -> AfterValidator:
 def numeric_fields(model: type[BaseModel]) -> set[str]:
     """Fields that hold a number: pydantic would read true as 1 in them."""
     return {n for n, f in model.model_fields.items() if {int, float} & {f.annotation, *get_args(f.annotation)}}
-

@@ -78,9 +78,7 @@ def gpu_devices_policy(nvidia_install_dir: str) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [
         {"name": "gke-nvidia-install", "hostPath": {"path": nvidia_install_dir, "type": "Directory"}}
     ]
-    mounts: list[dict[str, Any]] = [
-        {"name": "gke-nvidia-install", "mountPath": CONTAINER_NVIDIA_DIR, "readOnly": True}
-    ]
+    mounts: list[dict[str, Any]] = [{"name": "gke-nvidia-install", "mountPath": CONTAINER_NVIDIA_DIR, "readOnly": True}]
     for device in devices:
         volumes.append({"name": f"dev-{device}", "hostPath": {"path": f"/dev/{device}", "type": "CharDevice"}})
         mounts.append({"name": f"dev-{device}", "mountPath": f"/dev/{device}"})
@@ -89,9 +87,7 @@ def gpu_devices_policy(nvidia_install_dir: str) -> dict[str, Any]:
         "rules": [
             {
                 "name": "gpu-devices",
-                "match": {
-                    "any": [{"resources": {"kinds": ["Pod"], "annotations": {GPU_MEMORY_ANNOTATION: "?*"}}}]
-                },
+                "match": {"any": [{"resources": {"kinds": ["Pod"], "annotations": {GPU_MEMORY_ANNOTATION: "?*"}}}]},
                 "mutate": {
                     "patchStrategicMerge": {
                         "spec": {"containers": [_all_containers({"volumeMounts": mounts})], "volumes": volumes}
@@ -161,14 +157,24 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
         if args.settings.inject_nvml_library_path:
             # Symptom: KAI's reservation Pods fail with `ERROR_LIBRARY_NOT_FOUND` (NVML is off the search path).
             self.policies.append(
-                self._policy(name, "nvml-library-path", NVML_POLICY,
-                             nvml_library_path_policy(args.reservation_namespace), policy_after)
+                self._policy(
+                    name,
+                    "nvml-library-path",
+                    NVML_POLICY,
+                    nvml_library_path_policy(args.reservation_namespace),
+                    policy_after,
+                )
             )
         if args.settings.inject_gpu_devices:
             # Symptom: sharing Pods see no `/dev/nvidia*`: GKE's device plugin never Allocate()s gpu-memory Pods.
             self.policies.append(
-                self._policy(name, "gpu-devices", DEVICES_POLICY,
-                             gpu_devices_policy(args.settings.nvidia_install_dir), policy_after)
+                self._policy(
+                    name,
+                    "gpu-devices",
+                    DEVICES_POLICY,
+                    gpu_devices_policy(args.settings.nvidia_install_dir),
+                    policy_after,
+                )
             )
 
         self.ready = [r for r in (self.runtime_class, *self.policies) if r is not None]
@@ -176,8 +182,14 @@ class GkeCdiWorkarounds(pulumi.ComponentResource):
             {
                 "runtimeClass": "nvidia" if self.runtime_class else None,
                 "kyvernoStatus": self.kyverno_release.status.status if self.kyverno_release else None,
-                "policies": [p for p, on in ((NVML_POLICY, args.settings.inject_nvml_library_path),
-                                             (DEVICES_POLICY, args.settings.inject_gpu_devices)) if on],
+                "policies": [
+                    p
+                    for p, on in (
+                        (NVML_POLICY, args.settings.inject_nvml_library_path),
+                        (DEVICES_POLICY, args.settings.inject_gpu_devices),
+                    )
+                    if on
+                ],
             }
         )
 

@@ -25,11 +25,26 @@ DEFAULT_SCHEDULER = "default-scheduler"
 INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"
 
 # MPS limits memory and compute per client; the preload and monitor checks belong to HAMi-core.
-MPS_CHECKS: tuple[CheckId, ...] = ("same-gpu", "view-isolation", "quota-injection", "memory-enforced",
-                                   "neighbor-isolation", "overcommit-rejected", "compute-limited", "fault-isolation")
+MPS_CHECKS: tuple[CheckId, ...] = (
+    "same-gpu",
+    "view-isolation",
+    "quota-injection",
+    "memory-enforced",
+    "neighbor-isolation",
+    "overcommit-rejected",
+    "compute-limited",
+    "fault-isolation",
+)
 # Time-sharing injects no quota; memory and compute are still checked, so the verdict says they are not held.
-TIME_SHARING_CHECKS: tuple[CheckId, ...] = ("same-gpu", "view-isolation", "memory-enforced", "neighbor-isolation",
-                                            "overcommit-rejected", "compute-limited", "fault-isolation")
+TIME_SHARING_CHECKS: tuple[CheckId, ...] = (
+    "same-gpu",
+    "view-isolation",
+    "memory-enforced",
+    "neighbor-isolation",
+    "overcommit-rejected",
+    "compute-limited",
+    "fault-isolation",
+)
 MPS_NOTES = (
     "GKE's MPS: each client's memory limit and thread percentage are the CUDA_MPS_PINNED_DEVICE_MEM_LIMIT and "
     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE the device plugin sets in its environment, equal shares of the card; what a "
@@ -97,4 +112,3 @@ def native_proof(strategy: GkeStrategy, clients: int, card_mib: int, gpus_per_no
     """The proof of one GKE strategy."""
     build = mps_proof if strategy == "mps" else time_sharing_proof
     return build(clients, card_mib, gpus_per_node)
-

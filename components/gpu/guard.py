@@ -29,9 +29,7 @@ def _cel_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
-_CONTAINERS = (
-    "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
-)
+_CONTAINERS = "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
 _GPU_LIMIT = (
     "(has(c.resources) && has(c.resources.limits)"
     f" && c.resources.limits.exists(k, k.startsWith('{audit.GPU_RESOURCE_PREFIX}')))"

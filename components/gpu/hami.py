@@ -51,8 +51,10 @@ class ChartKeys:
 
 _IMAGE_TAG: Path = ("scheduler", "kubeScheduler", "image", "tag")
 
-CHART_KEYS: dict[str, ChartKeys] = {"2.9.0": ChartKeys(scheduler_tag=_IMAGE_TAG),
-                                    "2.10.0": ChartKeys(scheduler_tag=_IMAGE_TAG)}
+CHART_KEYS: dict[str, ChartKeys] = {
+    "2.9.0": ChartKeys(scheduler_tag=_IMAGE_TAG),
+    "2.10.0": ChartKeys(scheduler_tag=_IMAGE_TAG),
+}
 """The chart versions this component knows."""
 
 
@@ -140,14 +142,23 @@ def server_version_gate(args: HamiArgs) -> ReadyGateArgs:
         timeout_seconds=args.gate_timeout_seconds,
         after=args.ready,
         hint=f"the server is not {wanted}: set {args.server_version_key} to its gitVersion (kubectl version), "
-             "or pin gpushare:hami.schedulerImageTag",
+        "or pin gpushare:hami.schedulerImageTag",
     )
 
 
 def hami_release(args: HamiArgs) -> ChartRelease:
-    return ChartRelease(CHART, CHART, args.settings.version, args.settings.namespace, hami_values(args), repo=REPO,
-                        timeout_seconds=args.settings.wait_timeout_seconds, source=args.chart_source,
-                        mirrors=args.mirrors, server_version=args.server_version)
+    return ChartRelease(
+        CHART,
+        CHART,
+        args.settings.version,
+        args.settings.namespace,
+        hami_values(args),
+        repo=REPO,
+        timeout_seconds=args.settings.wait_timeout_seconds,
+        source=args.chart_source,
+        mirrors=args.mirrors,
+        server_version=args.server_version,
+    )
 
 
 def registration_gate(args: HamiArgs, node: str, after: Sequence[pulumi.Resource]) -> ReadyGateArgs:
@@ -164,7 +175,7 @@ def registration_gate(args: HamiArgs, node: str, after: Sequence[pulumi.Resource
         after=after,
         stack=args.stack,
         hint=f"HAMi's device plugin never registered node {node}'s cards: is it running there (its DaemonSet in "
-             f"{args.settings.namespace}), and is {node} the GPU node?",
+        f"{args.settings.namespace}), and is {node} the GPU node?",
     )
 
 
@@ -193,19 +204,28 @@ class Hami(pulumi.ComponentResource):
             self.shared_card = self._shared_card(name, args, args.proof_node)
             extra_images.add(args.gate_image)
         self.images = sorted({*release_images(spec), *extra_images})
-        self.register_outputs({"version": args.settings.version, "schedulerImageTag": args.settings.scheduler_image_tag,
-                               "status": self.release.status,
-                               "sharedCard": self.shared_card.uuid if self.shared_card else None})
+        self.register_outputs(
+            {
+                "version": args.settings.version,
+                "schedulerImageTag": args.settings.scheduler_image_tag,
+                "status": self.release.status,
+                "sharedCard": self.shared_card.uuid if self.shared_card else None,
+            }
+        )
 
     def _shared_card(self, name: str, args: HamiArgs, node: str) -> SharedCard:
         """Card 1 of `node`, by the register annotation: read only after a gate saw HAMi write it (the DaemonSet is
         Ready before its first registration), so the UUID is the live card's, not a guess."""
-        gate = ReadyGate(f"{name}-registered", registration_gate(args, node, [self.release]),
-                         pulumi.ResourceOptions(parent=self))
+        gate = ReadyGate(
+            f"{name}-registered", registration_gate(args, node, [self.release]), pulumi.ResourceOptions(parent=self)
+        )
         # The ID is unknown until the gate Job exists, and a read with an unknown ID is skipped in a preview
         # (pulumi pkg/resource/deploy/step.go, ReadStep.Apply): no preview reads a cluster that is not up yet.
-        read = k8s.core.v1.Node.get(f"{name}-node", gate.job.id.apply(lambda _: node),
-                                    opts=pulumi.ResourceOptions(parent=self, depends_on=[gate.job]))
+        read = k8s.core.v1.Node.get(
+            f"{name}-node",
+            gate.job.id.apply(lambda _: node),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[gate.job]),
+        )
         uuid = read.metadata.apply(
             lambda meta: registered_card((meta.annotations or {}).get(REGISTER_ANNOTATION), SHARED_CARD_INDEX, node)
         )
@@ -227,8 +247,15 @@ def hami_proof(
     # HAMi's filter skips every card whose UUID the annotation does not list (v2.9.0 pkg/device/nvidia/device.go:765
     # and pkg/device/devices.go:652 CheckUUID; v2.10.0 device.go:755): the Pod lands on that card or stays Pending.
     pin = {shared_card.pin_annotation: shared_card.uuid} if shared_card is not None else {}
-    checks: list[CheckId] = ["same-gpu", "view-isolation", "quota-injection", "memory-enforced",
-                             "neighbor-isolation", "preload-mechanism", "overcommit-rejected"]
+    checks: list[CheckId] = [
+        "same-gpu",
+        "view-isolation",
+        "quota-injection",
+        "memory-enforced",
+        "neighbor-isolation",
+        "preload-mechanism",
+        "overcommit-rejected",
+    ]
     if cores_percent is not None:
         limits["nvidia.com/gpucores"] = str(cores_percent)
         env["CUDA_DEVICE_SM_LIMIT"] = str(cores_percent)
@@ -239,8 +266,9 @@ def hami_proof(
     disable_control = PodTry(
         id="cuda-disable-control",
         tried="a Pod whose own spec sets CUDA_DISABLE_CONTROL=true, asking for the same slice",
-        request=SliceRequest(scheduler_name=SCHEDULER_NAME, annotations=pin, limits=limits,
-                             env={"CUDA_DISABLE_CONTROL": "true"}),
+        request=SliceRequest(
+            scheduler_name=SCHEDULER_NAME, annotations=pin, limits=limits, env={"CUDA_DISABLE_CONTROL": "true"}
+        ),
     )
     # HAMi 2.10.0 rejects GPU Pods with a privileged container, so no proof Pod is privileged.
     request = SliceRequest(scheduler_name=SCHEDULER_NAME, annotations=pin, limits=limits, privileged=False)

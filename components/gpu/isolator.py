@@ -40,8 +40,10 @@ def isolator_values(args: ResourceIsolatorArgs) -> dict[str, Any]:
         "paths": {"containerVgpuMount": args.settings.container_vgpu_mount},
         # Empty: GKE refuses system-node-critical Pods outside system namespaces.
         "librarySync": {"priorityClassName": args.settings.library_sync_priority_class},
-        "monitor": {"enabled": args.settings.monitor_enabled,
-                    "priorityClassName": args.settings.monitor_priority_class},
+        "monitor": {
+            "enabled": args.settings.monitor_enabled,
+            "priorityClassName": args.settings.monitor_priority_class,
+        },
     }
 
 
@@ -56,8 +58,15 @@ class ResourceIsolator(pulumi.ComponentResource):
         super().__init__("gpushare:gpu:ResourceIsolator", name, None, opts)
         # helm --wait: both DaemonSets rolled out on every GPU node and the webhook Deployment Available,
         # so no sharing Pod is admitted before the webhook can inject HAMi-core.
-        spec = ChartRelease(RELEASE_NAME, CHART, args.settings.version, args.settings.namespace, isolator_values(args),
-                            source=args.chart_source, mirrors=args.mirrors)
+        spec = ChartRelease(
+            RELEASE_NAME,
+            CHART,
+            args.settings.version,
+            args.settings.namespace,
+            isolator_values(args),
+            source=args.chart_source,
+            mirrors=args.mirrors,
+        )
         self.release = install_chart(self, name, spec, after=args.ready)
         self.images = release_images(spec)
         self.monitor = (

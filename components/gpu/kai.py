@@ -75,8 +75,15 @@ class KaiScheduler(pulumi.ComponentResource):
         super().__init__("gpushare:gpu:KaiScheduler", name, None, opts)
         # helm --wait covers the operator Deployment and the hook Job that applies kai-config;
         # the components the operator then creates are covered by kai-config's Ready below.
-        spec = ChartRelease(RELEASE_NAME, CHART, args.settings.version, args.settings.namespace, kai_values(args),
-                            source=args.chart_source, mirrors=args.mirrors)
+        spec = ChartRelease(
+            RELEASE_NAME,
+            CHART,
+            args.settings.version,
+            args.settings.namespace,
+            kai_values(args),
+            source=args.chart_source,
+            mirrors=args.mirrors,
+        )
         self.release = install_chart(self, name, spec, after=args.ready)
         self.images = sorted({*release_images(spec), args.gate_image})
         # kai-config comes from a hook and KAI's operator makes it Ready; Pulumi owns neither, so a gate waits.

@@ -14,8 +14,19 @@ from components.sizing import kai_visible_mib
 MIB = 2**20
 # The monitor-bound checks need the monitor; over-commit is not KAI's per-card accounting to prove here.
 KAI_CHECKS: tuple[CheckId, ...] = tuple(
-    c for c in CHECK_IDS if c in {"same-gpu", "view-isolation", "quota-injection", "memory-enforced",
-                                  "neighbor-isolation", "preload-mechanism", "monitor-metrics", "fault-isolation"}
+    c
+    for c in CHECK_IDS
+    if c
+    in {
+        "same-gpu",
+        "view-isolation",
+        "quota-injection",
+        "memory-enforced",
+        "neighbor-isolation",
+        "preload-mechanism",
+        "monitor-metrics",
+        "fault-isolation",
+    }
 )
 INJECT_ANNOTATION = "kai-resource-isolator.io/inject"
 DEVICE_LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"

@@ -19,6 +19,7 @@ REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
 CLUSTER_POLICY = "cluster-policy"
 """The one ClusterPolicy the chart creates; its `status.state` turns `ready` once every operand runs."""
 
+
 @dataclass(frozen=True)
 class GpuOperatorArgs:
     """The GPU Operator release, used for its container toolkit only."""

@@ -64,8 +64,14 @@ def gate_rules(args: ReadyGateArgs) -> list[dict[str, Any]]:
     """`get` on exactly the one object, or the one non-resource path."""
     if args.non_resource_path is not None:
         return [{"nonResourceURLs": [args.non_resource_path], "verbs": ["get"]}]
-    return [{"apiGroups": [args.api_group], "resources": [args.plural], "resourceNames": [args.object_name],
-             "verbs": ["get"]}]
+    return [
+        {
+            "apiGroups": [args.api_group],
+            "resources": [args.plural],
+            "resourceNames": [args.object_name],
+            "verbs": ["get"],
+        }
+    ]
 
 
 def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> dict[str, Any]:
@@ -78,19 +84,24 @@ def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> d
                 "serviceAccountName": account,
                 "restartPolicy": "Never",
                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                "containers": [{
-                    "name": "gate",
-                    "image": args.image,
-                    "command": COMMAND,
-                    "env": [{"name": "GATE_PATH", "value": path}, {"name": "GATE_READY", "value": args.ready_rule},
+                "containers": [
+                    {
+                        "name": "gate",
+                        "image": args.image,
+                        "command": COMMAND,
+                        "env": [
+                            {"name": "GATE_PATH", "value": path},
+                            {"name": "GATE_READY", "value": args.ready_rule},
                             {"name": "GATE_TIMEOUT", "value": str(args.timeout_seconds)},
                             *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
-                            *([{"name": "GATE_HINT", "value": args.hint}] if args.hint else [])],
-                    "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
-                    # The gate's last line ("not ready in time: … last seen: …") becomes the message the
-                    # provider's Job error carries.
-                    "terminationMessagePolicy": "FallbackToLogsOnError",
-                }],
+                            *([{"name": "GATE_HINT", "value": args.hint}] if args.hint else []),
+                        ],
+                        "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
+                        # The gate's last line ("not ready in time: … last seen: …") becomes the message the
+                        # provider's Job error carries.
+                        "terminationMessagePolicy": "FallbackToLogsOnError",
+                    }
+                ],
                 "volumes": [{"name": "files", "configMap": {"name": files, "defaultMode": 0o444}}],
             }
         },

@@ -25,8 +25,9 @@ class ChartSourceConfig(Settings):
     @model_validator(mode="after")
     def _one_source(self) -> ChartSourceConfig:
         if (self.repository is None) == (self.path is None):
-            raise ValueError("set exactly one of repository and path; a chart left out comes from its public "
-                             "repository")
+            raise ValueError(
+                "set exactly one of repository and path; a chart left out comes from its public repository"
+            )
         return self
 
 
@@ -56,11 +57,11 @@ class KaiConfig(Settings):
     def _cdi_string(cls, value: Any) -> Any:
         if not isinstance(value, str):
             raise ValueError(
-                f"must be the string \"true\" or \"false\", not {type(value).__name__} {value!r}: "
+                f'must be the string "true" or "false", not {type(value).__name__} {value!r}: '
                 "the Config CRD rejects a boolean; quote it"
             )
         if value not in ("true", "false"):
-            raise ValueError(f"must be \"true\" or \"false\", not {value!r}")
+            raise ValueError(f'must be "true" or "false", not {value!r}')
         return value
 
 

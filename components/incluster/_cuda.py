@@ -349,9 +349,7 @@ def finding(fid: str, tried: str, observed: str, bypassed: bool | None, why: str
 MPS_LIMIT_KEYS = ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
 
 
-def mechanism_of(
-    env: Mapping[str, Any], mapped: Sequence[str], hami_keys: Sequence[str], given: str = "auto"
-) -> str:
+def mechanism_of(env: Mapping[str, Any], mapped: Sequence[str], hami_keys: Sequence[str], given: str = "auto") -> str:
     """`hami-core`, `mps` or `none`: what limits this process, from its env (`hami_keys`: the HAMi-core limits
     the calling probe measures) and the mapped libraries."""
     if given != "auto":

@@ -101,6 +101,7 @@ _SKIP = r"/(\.?/)*"
 
 def device_path_pattern() -> str:
     """`is_device_path` as one RE2 pattern (the admission guard's CEL `matches`): the same paths, spelled any way."""
+
     def segments(path: str) -> list[str]:
         return [re.escape(s) for s in path.split("/") if s]
 
@@ -257,9 +258,7 @@ def summary(result: Mapping[str, Any], listed: int = 20) -> dict[str, Any]:
     return out
 
 
-def read_audit(
-    list_json: Callable[[str], Mapping[str, Any]], system_namespaces: Iterable[str]
-) -> dict[str, Any]:
+def read_audit(list_json: Callable[[str], Mapping[str, Any]], system_namespaces: Iterable[str]) -> dict[str, Any]:
     """List every Pod and node through `list_json(path)` (the verifier's API client) and audit them; a listing
     that fails gives {"error"} instead, never a guess."""
     try:

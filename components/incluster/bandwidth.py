@@ -120,8 +120,14 @@ def copy_loop(copy: Callable[[], None], bytes_moved: int, until: float, clock: C
     """Copy until `until` or the first CUDA error: GB/s per second (bytes read + written), copies, the error."""
     timeline, copies, now, error = timed_loop(copy, bytes_moved, until, clock)
     line = timeline.to_dict(now, scale=1 / GIGA)
-    return {"timeline": line, "copies": copies, "gbps": stats(whole_seconds(line)),
-            "copy_started_at": iso(timeline.t0), "copy_ended_at": iso(now), **error}
+    return {
+        "timeline": line,
+        "copies": copies,
+        "gbps": stats(whole_seconds(line)),
+        "copy_started_at": iso(timeline.t0),
+        "copy_ended_at": iso(now),
+        **error,
+    }
 
 
 def measure(args: argparse.Namespace, result: dict[str, Any], cuda: Any, clock: Clock = time.time,

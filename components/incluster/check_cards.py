@@ -139,8 +139,10 @@ def whole_card_text(e: Expectation) -> str:
     """What view-isolation expects of a whole-GPU Pod that runs the memory probe (a host's), '' where none does."""
     if e.whole_gpu_pod is None or e.node_memory_label or e.whole_gpu_card_index is None:
         return ""
-    return (f"; the whole-GPU Pod on card {e.whole_gpu_card_index} sees that whole {e.card_mib} MiB card with no"
-            " quota, and not the card the slices share")
+    return (
+        f"; the whole-GPU Pod on card {e.whole_gpu_card_index} sees that whole {e.card_mib} MiB card with no"
+        " quota, and not the card the slices share"
+    )
 
 
 def whole_card_problems(rec: Record, seen: list[str]) -> list[str]:

@@ -62,9 +62,11 @@ def cannot_show(e: Expectation) -> str | None:
     if cores <= highest_shown(mode):
         return None
     who = "two Pods computing at once" if mode == "pair" else "one Pod computing alone"
-    return (f"not judgeable: with {who}, a process with no limit gets {UNLIMITED_POINTS[mode] / 100:.2f} of the"
-            f" unlimited baseline on the H200, within {cores / 100:.2f} + the limiter's {BAND_POINTS[mode] / 100:.2f}"
-            f" overshoot: the limit cannot be shown at coresPercent {cores} (at most {highest_shown(mode)})")
+    return (
+        f"not judgeable: with {who}, a process with no limit gets {UNLIMITED_POINTS[mode] / 100:.2f} of the"
+        f" unlimited baseline on the H200, within {cores / 100:.2f} + the limiter's {BAND_POINTS[mode] / 100:.2f}"
+        f" overshoot: the limit cannot be shown at coresPercent {cores} (at most {highest_shown(mode)})"
+    )
 
 
 def _compute_expected(e: Expectation) -> str:
@@ -93,8 +95,10 @@ def delivered(m: Mapping[str, Any], base: Mapping[str, Any], target: float) -> s
         value = m.get(key)
         return "–" if value is None else f"{value / base_mean:.2f}"
 
-    return (f"delivered ÷ asked {share / target:.2f} (share {share:.3f} of {target:.2f}; its seconds"
-            f" {part('per_s_min')} – {part('per_s_max')}, sd {part('per_s_stdev')})")
+    return (
+        f"delivered ÷ asked {share / target:.2f} (share {share:.3f} of {target:.2f}; its seconds"
+        f" {part('per_s_min')} – {part('per_s_max')}, sd {part('per_s_stdev')})"
+    )
 
 
 JUDGED_SHAPE = "short_many"

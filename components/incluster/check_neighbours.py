@@ -38,9 +38,11 @@ def _seconds(values: list[float]) -> str:
 
 def _fault_expected(e: Expectation) -> str:
     a, b = e.pods[0], e.pods[1]
-    text = (f"Pod {b}'s own kernel stores to address 0 ({EXPECTED_ERROR}) while Pod {a} launches kernels in a loop,"
-            f" with at least one whole second of {a}'s rate before the fault and one after the second it falls in;"
-            f" {b}'s faulting process ends, a fresh process then runs a kernel, and {a} runs on at a rate above 0")
+    text = (
+        f"Pod {b}'s own kernel stores to address 0 ({EXPECTED_ERROR}) while Pod {a} launches kernels in a loop,"
+        f" with at least one whole second of {a}'s rate before the fault and one after the second it falls in;"
+        f" {b}'s faulting process ends, a fresh process then runs a kernel, and {a} runs on at a rate above 0"
+    )
     if e.mechanism == "mps":
         text += (" (under MPS the fault of one client tears down every client of its server, measured on the H200:"
                  " this check fails where that happens)")  # fmt: skip
@@ -58,19 +60,28 @@ def _landed(a: str, n: Mapping[str, Any], f: Mapping[str, Any]) -> tuple[dict[st
     if not seen["before"]:
         return seen, f"not judgeable: {where}: no whole second of its rate before it"
     if not all(v > 0 for v in seen["before"]):
-        return seen, f"not judgeable: Pod {a} launched nothing in a whole second before the fault" \
-            f" ({_seconds(seen['before'])}): there is no rate to keep"
+        return (
+            seen,
+            f"not judgeable: Pod {a} launched nothing in a whole second before the fault"
+            f" ({_seconds(seen['before'])}): there is no rate to keep",
+        )
     if n.get("survived") is False:
         died = instant(n["cuda_error_at"], "cuda_error_at")
         if died < instant(fault_at, "fault_at") - STAMP_S:
-            return seen, f"not judgeable: Pod {a} died with {n['cuda_error']} at {n['cuda_error_at']}, before the" \
-                f" fault at {fault_at}: its death is not the fault's"
+            return (
+                seen,
+                f"not judgeable: Pod {a} died with {n['cuda_error']} at {n['cuda_error_at']}, before the"
+                f" fault at {fault_at}: its death is not the fault's",
+            )
         loop_end = instant(n["started_at"], "started_at") + n["window_s"] - END_MARGIN_S
         if instant(fault_at, "fault_at") + 1 > loop_end:
             return seen, f"not judgeable: {where}: within a second of the loop's planned end, no second after it"
     elif not seen["after"]:
-        return seen, f"not judgeable: {where}: in second {seen['at_second']} of {len(line['per_s'])}, with no whole" \
-            " second after it to show the rate it ran on at"
+        return (
+            seen,
+            f"not judgeable: {where}: in second {seen['at_second']} of {len(line['per_s'])}, with no whole"
+            " second after it to show the rate it ran on at",
+        )
     return seen, None
 
 
@@ -104,8 +115,11 @@ def _fault_isolation(rec: Record) -> Judgement:
     landed, why = _landed(a, n, f)
     at_second = landed["at_second"]
     at = per_s[at_second] if at_second is not None and 0 <= at_second < len(per_s) else None
-    seen.insert(0, f"{a}'s launches a second: before the fault {_seconds(landed['before'])} · its second"
-                   f" {_seconds([at] if at is not None else [])} · after {_seconds(landed['after'])}")
+    seen.insert(
+        0,
+        f"{a}'s launches a second: before the fault {_seconds(landed['before'])} · its second"
+        f" {_seconds([at] if at is not None else [])} · after {_seconds(landed['after'])}",
+    )
     if why:
         return False, why, "; ".join(seen)
     if not f["faulting_ended"]:
@@ -176,7 +190,9 @@ def bandwidth_finding(rec: Record) -> dict[str, Any]:
                 "why": "the hog's copying did not cover a whole second of the neighbour's timeline with one alone"
                        " beside it: no drop is shown"}  # fmt: skip
     drop = parts["drop_fraction"]
-    observed = (f"{a} streamed {alone['mean']:,.0f} GB/s alone ({alone['min']:,.0f} – {alone['max']:,.0f},"
-                f" {alone['seconds']} s) and {beside['mean']:,.0f} GB/s beside {b}'s copy ({beside['seconds']} s;"
-                f" {span} at {h['gbps']['mean']:,.0f} GB/s): a drop of {drop:.2f} under {n['mechanism']}")
+    observed = (
+        f"{a} streamed {alone['mean']:,.0f} GB/s alone ({alone['min']:,.0f} – {alone['max']:,.0f},"
+        f" {alone['seconds']} s) and {beside['mean']:,.0f} GB/s beside {b}'s copy ({beside['seconds']} s;"
+        f" {span} at {h['gbps']['mean']:,.0f} GB/s): a drop of {drop:.2f} under {n['mechanism']}"
+    )
     return {**out, **figures, "observed": observed, "bypassed": drop > BANDWIDTH_DROP_TOLERANCE}

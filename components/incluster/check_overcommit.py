@@ -94,7 +94,8 @@ def _pending_pod_seen(rec: Record, name: str, pod: Mapping[str, Any]) -> str:
     watch = pod.get("watch") or []
     return (
         f"{name}: phase {pod.get('phase')}, node {pod.get('nodeName')}, created {pod.get('creationTimestamp')};"
-        " events: " + "; ".join(f"{r} at {at}: {m}" for r, m, at in rec.events(name))
+        " events: "
+        + "; ".join(f"{r} at {at}: {m}" for r, m, at in rec.events(name))
         + (f"; watched {len(watch)} times, {watch[0]['at']} … {watch[-1]['at']}" if watch else "")
     )
 

@@ -47,8 +47,10 @@ def library_lines(rec: Record, name: str, r: Mapping[str, Any]) -> tuple[list[di
                         f" the library never printed in the log ({unprinted[0]!r})")  # fmt: skip
     lines = parse_oom_lines(in_json)
     if foreign and not lines:
-        problems.append(f"Pod {name}: its {foreign} HAMi-core OOM line(s) name processes that are neither its probe"
-                        " nor the probe's children: not this Pod's refusals")
+        problems.append(
+            f"Pod {name}: its {foreign} HAMi-core OOM line(s) name processes that are neither its probe"
+            " nor the probe's children: not this Pod's refusals"
+        )
     return lines, problems
 
 
@@ -80,8 +82,10 @@ def refusal_problems(e: Expectation, name: str, r: Mapping[str, Any], lines: lis
         # Below the view's total the search asked largest + 1 MiB and was refused: the library's line says so.
         ask = (context + largest + 1) * MIB
         if not any(abs(o["requested"] - ask) <= LINE_SLACK_MIB * MIB for o in lines):
-            problems.append(f"Pod {name}: {largest + 1} MiB was refused with no HAMi-core line asking its"
-                            f" {context} + {largest + 1} MiB: the boundary is not shown to be the quota's")
+            problems.append(
+                f"Pod {name}: {largest + 1} MiB was refused with no HAMi-core line asking its"
+                f" {context} + {largest + 1} MiB: the boundary is not shown to be the quota's"
+            )
     chunks = (r.get("phases") or {}).get("chunks") or {}
     got, size = chunks.get("allocated_mib"), chunks.get("chunk_mib")
     if context is not None and got is not None and size is not None and chunks.get("error") == OUT_OF_MEMORY:

@@ -485,8 +485,8 @@ def lift_findings(args: argparse.Namespace, mechanism: str, limit: int | None, b
         # The child baseline is this very try: it ran unlimited exactly when the child lifted its own limit.
         return [lift_finding(fid, tried, 1.0, own, limit)]
     if baseline_lifted(baseline, overrides, limit, mechanism):
-        tried = (f"the same launches in a process with this one's limit and "
-                 f"{' '.join(f'{k}={v}' for k, v in overrides.items())}: the baseline itself ({baseline.get('how')})")
+        pairs, how = " ".join(f"{k}={v}" for k, v in overrides.items()), baseline.get("how")
+        tried = f"the same launches in a process with this one's limit and {pairs}: the baseline itself ({how})"
         return [lift_finding(fid, tried, 1.0, own, limit)]
     tail = ["--baseline", args.baseline, "--seconds", str(FINDING_SECONDS), "--warmup", str(FINDING_WARMUP_S),
             "--shapes", JUDGED_SHAPE, "--mechanism", mechanism, "--no-findings"]  # fmt: skip

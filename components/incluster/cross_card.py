@@ -28,13 +28,19 @@ def observe(result: Mapping[str, Any], devices: Devices, pod_try: PodTry) -> dic
     raw: dict[str, Any] = {"id": pod_try.id, "tried": pod_try.tried}
     uuid = result.get("gpu_uuid")
     named = [c.uuid for c in devices.visible or () if c.uuid]
-    quota = ", ".join(f"CUDA_DEVICE_MEMORY_LIMIT{'' if i is None else f'_{i}'}={v}"
-                      for i, v in sorted(devices.memory_limits.items(), key=lambda kv: (kv[0] is not None, kv[0])))
+    quota = ", ".join(
+        f"CUDA_DEVICE_MEMORY_LIMIT{'' if i is None else f'_{i}'}={v}"
+        for i, v in sorted(devices.memory_limits.items(), key=lambda kv: (kv[0] is not None, kv[0]))
+    )
     if not uuid:
         return {**raw, "observed": f"no GPU reached{probe_error(result)}", "bypassed": False}
     if not named:
-        return {**raw, "observed": f"reached {uuid}", "bypassed": None,
-                "why": "NVIDIA_VISIBLE_DEVICES names no card, so which card its quota is for is not known"}
+        return {
+            **raw,
+            "observed": f"reached {uuid}",
+            "bypassed": None,
+            "why": "NVIDIA_VISIBLE_DEVICES names no card, so which card its quota is for is not known",
+        }
     largest = result.get("largest_alloc_mib")
     shown = f"{largest} MiB" if largest is not None else "not measured"
     if uuid in named:

@@ -190,8 +190,10 @@ def card_problem(e: Expectation, pods: set[str]) -> str | None:
     lowest = 0 if e.host_proof else 1
     if index is not None and not lowest <= index < e.cards_per_node:
         where = f"one of its {e.cards_per_node} cards" if e.host_proof else "a card other than 0"
-        return (f"expectation.sharedCardIndex is {index}: on a {e.cards_per_node}-card node it is {where}"
-                f" ({lowest} to {e.cards_per_node - 1})")
+        return (
+            f"expectation.sharedCardIndex is {index}: on a {e.cards_per_node}-card node it is {where}"
+            f" ({lowest} to {e.cards_per_node - 1})"
+        )
     if e.whole_gpu_card_index is not None and (e.whole_gpu_card_index == index or e.whole_gpu_pod is None):
         return f"expectation.wholeGpuCardIndex is {e.whole_gpu_card_index}: a whole-GPU Pod's card, not the shared one"
     if e.pin_annotation is not None and index is None:

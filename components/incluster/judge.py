@@ -54,8 +54,11 @@ def finding(raw: Mapping[str, Any], **where: Any) -> dict[str, Any]:
 def _unjudged_findings(rec: Record, name: str, probe: str, why: str, **where: Any) -> list[dict[str, Any]]:
     """The findings a result that failed the record listed: each named, none believed (bypassed null, the reason)."""
     raw = ((rec.unjudged.get(name) or {}).get(probe) or {}).get("findings")
-    ids = [f.get("id") for f in raw if isinstance(f, dict) and isinstance(f.get("id"), str)] if isinstance(raw, list) \
+    ids = (
+        [f.get("id") for f in raw if isinstance(f, dict) and isinstance(f.get("id"), str)]
+        if isinstance(raw, list)
         else []
+    )
     return [finding({"id": fid, "tried": "(as the probe reported it)", "observed": "not judged", "why": why}, **where)
             for fid in dict.fromkeys(ids)]  # fmt: skip
 
@@ -109,8 +112,11 @@ def _findings(rec: Record) -> list[dict[str, Any]]:
                 for raw in _unjudged_findings(rec, name, probe, rec.problems[f"{probe}:{name}"]):
                     add(raw, name, probe)
     across = [bandwidth_finding(rec)] if bandwidth_planned(rec) else []
-    return found + [finding(f, pod=f["pod"], probe=f["probe"]) for f in [*across, *under_delivered(rec)]] + [
-        pod_try_finding(rec, t) for t in rec.expect.pod_tries]
+    return (
+        found
+        + [finding(f, pod=f["pod"], probe=f["probe"]) for f in [*across, *under_delivered(rec)]]
+        + [pod_try_finding(rec, t) for t in rec.expect.pod_tries]
+    )
 
 
 def judge(expect: Expectation, evidence: Mapping[str, Any]) -> dict[str, Any]:

@@ -64,6 +64,7 @@ NEAR_MIB = 64
 DROP_ORDER = ("hami_oom_lines", "phases.sweep", "ld_so_preload", "preload.listed", "findings", "env", "phases")
 """What the result file loses first when it must fit a 4096-byte termination message."""
 
+
 def search_bound(total_mib: int) -> int:
     """The most allocation calls the search may make on a card of `total_mib`."""
     return math.ceil(math.log2(max(total_mib, 2))) + 2
@@ -286,8 +287,7 @@ def measure(
     result["visible_total_mib"], result["visible_free_mib"] = total // MIB, free // MIB
     log(f"{result['gpu_name']} {result['gpu_uuid']}: cuMemGetInfo total {total // MIB} MiB, free {free // MIB} MiB; "
         f"NVML total {result['nvml_total_mib']} MiB")  # fmt: skip
-    result["mechanism"] = mechanism_of(result["env"], result["preload"]["mapped"], HAMI_MEMORY_KEYS,
-                                       args.mechanism)
+    result["mechanism"] = mechanism_of(result["env"], result["preload"]["mapped"], HAMI_MEMORY_KEYS, args.mechanism)
     log(f"env {json.dumps(result['env'])}; preload {result['preload']}; mechanism {result['mechanism']}")
     alloc = Allocator(cuda)
     phases = result["phases"]

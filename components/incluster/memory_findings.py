@@ -303,7 +303,7 @@ def env_less_findings(quota_mib: int, runner: ChildRunner, oom: list[str]) -> li
     tried = (f"a child process without HAMi-core's env (no CUDA_DEVICE_MEMORY_LIMIT*, CUDA_DEVICE_SM_LIMIT*,"
              f" CUDA_DEVICE_MEMORY_SHARED_CACHE), the library still loaded, after this process made its region,"
              f" asking up to {cap} MiB (quota {quota_mib} MiB)")  # fmt: skip
-    observed = (f"it opened {DEFAULT_CACHE} ({'there before' if existed else 'new'}): {region}; it {_largest(alone)}")
+    observed = f"it opened {DEFAULT_CACHE} ({'there before' if existed else 'new'}): {region}; it {_largest(alone)}"
     after = {**finding("env-less-process", tried, observed, alone["largest_mib"] > quota_mib if alone.get("ok")
                        else None, alone.get("error")),
              "largest_mib": alone.get("largest_mib"), "quota_mib": quota_mib, "region": DEFAULT_CACHE,
@@ -311,9 +311,11 @@ def env_less_findings(quota_mib: int, runner: ChildRunner, oom: list[str]) -> li
     tried = (f"an env-less child creating a fresh region ({fresh}) first, then a child with this Pod's limits on it"
              f" asking up to {cap} MiB; and the other order on this Pod's region {own}: an env-less child after"
              f" this limited process")  # fmt: skip
-    observed = (f"the limited child {_largest(limited)} from the region the env-less child made; on the region this"
-                f" process made, an env-less child {_largest(joined)}; an env-less process "
-                f"{'opens this Pod region' if reachable else 'never opens this Pod region (its env names it)'}")
+    observed = (
+        f"the limited child {_largest(limited)} from the region the env-less child made; on the region this"
+        f" process made, an env-less child {_largest(joined)}; an env-less process "
+        f"{'opens this Pod region' if reachable else 'never opens this Pod region (its env names it)'}"
+    )
     judged = limited["largest_mib"] > quota_mib if limited.get("ok") and first.get("ok") else None
     before = {**finding("env-less-first-toucher", tried, observed, judged, limited.get("error") or first.get("error")),
               "largest_mib": limited.get("largest_mib"), "after_largest_mib": joined.get("largest_mib"),
@@ -356,7 +358,6 @@ def all_findings(alloc: Any, result: dict[str, Any], runner: ChildRunner, log: C
             result["findings"].append(found)
             log(f"finding {found['id']}: {found['observed']} (bypassed: {found['bypassed']})")
     result["hami_oom_lines"].extend(oom)
-
 
 
 def own_context_mib(nvml: Any) -> int | None:
@@ -420,8 +421,10 @@ def child_main(mode: str, mib: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 4 or args[0] != "--child" or args[2] != "--child-mib":
-        print("usage: python3 -m <package>.memory_findings --child alloc|ctx-create|view|largest --child-mib MIB"
-              " (memory.py's)")
+        print(
+            "usage: python3 -m <package>.memory_findings --child alloc|ctx-create|view|largest --child-mib MIB"
+            " (memory.py's)"
+        )
         return 2
     return child_main(args[1], int(args[3]))
 

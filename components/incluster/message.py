@@ -196,8 +196,7 @@ def expand(compact: Mapping[str, Any], expect: Expectation) -> dict[str, Any]:
                  "evidence": c.get("evidence")}
             )  # fmt: skip
     verification: dict[str, Any] = {
-        "passed": compact.get("passed") is True and bool(checks) and all(c["passed"] for c in checks)
-        and not unplanned,
+        "passed": compact.get("passed") is True and bool(checks) and all(c["passed"] for c in checks) and not unplanned,
         "checks": checks,
         "findings": list(compact.get("findings") or []),
         "ghostQuota": list(compact.get("ghostQuota") or []),

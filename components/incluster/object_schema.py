@@ -79,9 +79,17 @@ POD = Obj(
         "nodeName": Field(Maybe(Str()), required=False),
         "annotations": Field(Maybe(Map(Str())), required=False),
         "containerStatuses": Field(Maybe(Arr(CONTAINER_STATUS)), required=False),
-        "resources": Field(Maybe(Obj({"limits": Field(Maybe(Map(QUANTITY)), required=False),
-                                      "requests": Field(Maybe(Map(QUANTITY)), required=False)})),
-                           required=False),
+        "resources": Field(
+            Maybe(
+                Obj(
+                    {
+                        "limits": Field(Maybe(Map(QUANTITY)), required=False),
+                        "requests": Field(Maybe(Map(QUANTITY)), required=False),
+                    }
+                )
+            ),
+            required=False,
+        ),
         "logs": Field(Maybe(Str()), required=False),
         "events": Field(Maybe(Arr(EVENT)), required=False),
         "readAt": Field(Maybe(Time()), required=False, doc="when the verifier read the Pod and its log"),

@@ -94,8 +94,10 @@ def _context(r: Mapping[str, Any]) -> tuple[str, str] | None:
     held = expected is not None and largest is not None and largest <= expected
     want = expected - largest if held else None
     if context != want:
-        return "context_overhead_mib", f"{context}, but expected_limit_mib {expected} less largest_alloc_mib {largest}"\
-            f" is {want}"
+        return (
+            "context_overhead_mib",
+            f"{context}, but expected_limit_mib {expected} less largest_alloc_mib {largest} is {want}",
+        )
     return None
 
 
@@ -116,8 +118,10 @@ def _chunks(r: Mapping[str, Any]) -> tuple[str, str] | None:
         return None
     taken = chunks["calls"] - (1 if chunks.get("error") else 0)
     if chunks["allocated_mib"] != chunks["chunk_mib"] * taken:
-        return "phases.chunks.allocated_mib", f"{chunks['allocated_mib']} MiB is not {taken} kept calls of" \
-            f" {chunks['chunk_mib']} MiB"
+        return (
+            "phases.chunks.allocated_mib",
+            f"{chunks['allocated_mib']} MiB is not {taken} kept calls of {chunks['chunk_mib']} MiB",
+        )
     return None
 
 
@@ -185,8 +189,9 @@ HOLD = Obj(
         "extra_ok": Field(Bool()),
         "extra_error": Field(Maybe(Str())),
     },
-    invariants=(Invariant("hold-in-order", "the hold ends no earlier than it starts",
-                          _ordered(("started_at", "ended_at"))),),
+    invariants=(
+        Invariant("hold-in-order", "the hold ends no earlier than it starts", _ordered(("started_at", "ended_at"))),
+    ),
 )
 SWEEP_STEP = Obj({"gib": Field(Num(positive=True, unit="GiB")), "ok": Field(Bool()), "error": Field(Maybe(Str()))})
 CHUNKS = Obj(
@@ -218,14 +223,23 @@ MEMORY = Obj(
         "search_calls": Field(Int(minimum=0)),
         "context_overhead_mib": Field(MEBI),
         "own_context_mib": Field(MEBI),
-        "phases": Field(Obj({"hold": Field(Maybe(HOLD)), "sweep": Field(Arr(SWEEP_STEP)),
-                             "chunks": Field(Maybe(CHUNKS))})),
+        "phases": Field(
+            Obj({"hold": Field(Maybe(HOLD)), "sweep": Field(Arr(SWEEP_STEP)), "chunks": Field(Maybe(CHUNKS))})
+        ),
         "findings": Field(Arr(FINDING)),
         "hami_oom_lines": Field(Arr(Str())),
         "limit_enforced": Field(Maybe(Bool())),
-        "enforcement": Field(Maybe(Obj({"view_rewritten": Field(Maybe(Bool())),
-                                        "free_within_limit": Field(Maybe(Bool())),
-                                        "oom_lines": Field(Int(minimum=0))}))),
+        "enforcement": Field(
+            Maybe(
+                Obj(
+                    {
+                        "view_rewritten": Field(Maybe(Bool())),
+                        "free_within_limit": Field(Maybe(Bool())),
+                        "oom_lines": Field(Int(minimum=0)),
+                    }
+                )
+            )
+        ),
         "keep_holding_since": Field(Maybe(Time())),
         "keep_holding_error": Field(Maybe(Str()), required=False),
         "started_at": Field(Time()),
@@ -235,28 +249,55 @@ MEMORY = Obj(
     },
     invariants=(
         Invariant("ok-without-error", "a probe that says ok reports no error", _ok_without_error),
-        Invariant("view-free-within-total", "cuMemGetInfo's free ≤ its total",
-                  _at_most("visible_free_mib", "visible_total_mib", "free memory is part of the total")),
-        Invariant("nvml-free-within-total", "NVML's free ≤ its total",
-                  _at_most("nvml_free_mib", "nvml_total_mib", "free memory is part of the total")),
-        Invariant("largest-within-view", "the largest allocation ≤ the view's total (the search never passes it)",
-                  _at_most("largest_alloc_mib", "visible_total_mib", "the search never asks past the total")),
-        Invariant("allocation-needs-a-card", "a hold or an allocation that succeeded names the card (gpu_uuid)",
-                  _needs_card),
-        Invariant("context-is-quota-less-largest", "context_overhead_mib = expected_limit_mib − largest_alloc_mib"
-                  " when the largest fits the quota, else null", _context),
+        Invariant(
+            "view-free-within-total",
+            "cuMemGetInfo's free ≤ its total",
+            _at_most("visible_free_mib", "visible_total_mib", "free memory is part of the total"),
+        ),
+        Invariant(
+            "nvml-free-within-total",
+            "NVML's free ≤ its total",
+            _at_most("nvml_free_mib", "nvml_total_mib", "free memory is part of the total"),
+        ),
+        Invariant(
+            "largest-within-view",
+            "the largest allocation ≤ the view's total (the search never passes it)",
+            _at_most("largest_alloc_mib", "visible_total_mib", "the search never asks past the total"),
+        ),
+        Invariant(
+            "allocation-needs-a-card", "a hold or an allocation that succeeded names the card (gpu_uuid)", _needs_card
+        ),
+        Invariant(
+            "context-is-quota-less-largest",
+            "context_overhead_mib = expected_limit_mib − largest_alloc_mib when the largest fits the quota, else null",
+            _context,
+        ),
         Invariant("chunks-add-up", "allocated_mib = chunk_mib × the calls that succeeded", _chunks),
-        Invariant("oom-lines-are-the-librarys", "each hami_oom_lines entry is a HAMi-core OOM line, and"
-                  " enforcement.oom_lines counts them", _oom_lines),
-        Invariant("memory-times-in-order", "started_at ≤ hold started ≤ hold ended ≤ keep_holding_since ≤ ended_at",
-                  _ordered(("started_at", "phases.hold.started_at", "phases.hold.ended_at", "keep_holding_since",
-                            "ended_at"))),
+        Invariant(
+            "oom-lines-are-the-librarys",
+            "each hami_oom_lines entry is a HAMi-core OOM line, and enforcement.oom_lines counts them",
+            _oom_lines,
+        ),
+        Invariant(
+            "memory-times-in-order",
+            "started_at ≤ hold started ≤ hold ended ≤ keep_holding_since ≤ ended_at",
+            _ordered(
+                ("started_at", "phases.hold.started_at", "phases.hold.ended_at", "keep_holding_since", "ended_at")
+            ),
+        ),
         Invariant("findings-once", "each finding id once", _findings_once),
-        Invariant("env-less-agrees", "the env-less findings' quota_mib is the quota beside them, largest_mib and"
-                  " after_largest_mib at most twice it, bypassed exactly when largest_mib is above it",
-                  _env_less_agrees),
-        Invariant("context-charge-agrees", "the context-charge finding's charged_mib, quota_mib and own_context_mib"
-                  " are the figures beside it, and its over_quota_mib and bypassed follow from them", _charge_agrees),
+        Invariant(
+            "env-less-agrees",
+            "the env-less findings' quota_mib is the quota beside them, largest_mib and"
+            " after_largest_mib at most twice it, bypassed exactly when largest_mib is above it",
+            _env_less_agrees,
+        ),
+        Invariant(
+            "context-charge-agrees",
+            "the context-charge finding's charged_mib, quota_mib and own_context_mib"
+            " are the figures beside it, and its over_quota_mib and bypassed follow from them",
+            _charge_agrees,
+        ),
     ),
     doc="the memory probe's JSON line (components/incluster/memory.py)",
 )
@@ -267,9 +308,11 @@ def _shape_rule(s: Mapping[str, Any]) -> tuple[str, str] | None:
     timeline, warmup, window = s["timeline_per_s"], s["warmup_s"], s["window_s"]
     seconds = int(warmup + window)
     if len(timeline) != seconds:
-        return "timeline_per_s", f"{len(timeline)} seconds; its {warmup:g} s warm-up and {window:g} s window make" \
-            f" {seconds}"
-    inside = timeline[int(warmup):]
+        return (
+            "timeline_per_s",
+            f"{len(timeline)} seconds; its {warmup:g} s warm-up and {window:g} s window make {seconds}",
+        )
+    inside = timeline[int(warmup) :]
     mean, low, high = s["mean_per_s"], s["per_s_min"], s["per_s_max"]
     if inside:
         again = sum(inside) / window
@@ -285,10 +328,15 @@ def _shape_rule(s: Mapping[str, Any]) -> tuple[str, str] | None:
     work = s["blocks"] * s["threads"] * s["iters"] / 1e9
     done, peak = s["launches"] * work, max(timeline, default=0.0)
     # Every launch that finished inside a whole second is in the timeline; the rest finished after its last second.
-    if not sum(timeline) - ROUNDING * len(timeline) <= done <= sum(timeline) + (warmup + window - seconds + 1) * peak \
-            + work:
-        return "launches", f"{s['launches']} launches of {work:.2f} GFMA are {done:.0f} GFMA; the timeline holds" \
-            f" {sum(timeline):.0f}"
+    if (
+        not sum(timeline) - ROUNDING * len(timeline)
+        <= done
+        <= sum(timeline) + (warmup + window - seconds + 1) * peak + work
+    ):
+        return (
+            "launches",
+            f"{s['launches']} launches of {work:.2f} GFMA are {done:.0f} GFMA; the timeline holds {sum(timeline):.0f}",
+        )
     return None
 
 
@@ -328,8 +376,11 @@ BASELINE = Obj(
 def _judged_window(r: Mapping[str, Any]) -> tuple[str, str] | None:
     shape = (r.get("shapes") or {}).get(r.get("judged_shape") or "")
     if shape and (shape["window_s"], shape["warmup_s"]) != (r["window_s"], r["warmup_s"]):
-        return f"shapes.{r['judged_shape']}.window_s", f"{shape['window_s']} s after {shape['warmup_s']} s, the probe" \
-            f" was asked {r['window_s']} s after {r['warmup_s']} s"
+        return (
+            f"shapes.{r['judged_shape']}.window_s",
+            f"{shape['window_s']} s after {shape['warmup_s']} s, the probe"
+            f" was asked {r['window_s']} s after {r['warmup_s']} s",
+        )
     return None
 
 
@@ -360,8 +411,9 @@ COMPUTE = Obj(
     },
     invariants=(
         Invariant("ok-without-error", "a probe that says ok reports no error", _ok_without_error),
-        Invariant("judged-shape-window", "the judged shape ran the window and warm-up the probe was asked",
-                  _judged_window),
+        Invariant(
+            "judged-shape-window", "the judged shape ran the window and warm-up the probe was asked", _judged_window
+        ),
         Invariant("compute-times-in-order", "started_at ≤ ended_at", _ordered(("started_at", "ended_at"))),
         Invariant("findings-once", "each finding id once", _findings_once),
     ),

@@ -102,7 +102,7 @@ class Record:
                 except NotJudgeable as exc:
                     self._refuse(f"{part}{name}" if part else "quota-pods", exc)
         metrics = evidence.get("metrics") or {}
-        for node, text in (metrics.items() if isinstance(metrics, Mapping) else ()):
+        for node, text in metrics.items() if isinstance(metrics, Mapping) else ():
             if isinstance(text, str):
                 self._metrics_text[str(node)] = text
             else:

@@ -91,8 +91,11 @@ def _lasts_its_window(r: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def _error_when(r: Mapping[str, Any]) -> tuple[str, str] | None:
     if (r.get("cuda_error") is None) != (r.get("cuda_error_at") is None):
-        return "cuda_error_at", f"{r.get('cuda_error_at')} beside cuda_error {r.get('cuda_error')}: an error has" \
-            " its instant and an instant its error"
+        return (
+            "cuda_error_at",
+            f"{r.get('cuda_error_at')} beside cuda_error {r.get('cuda_error')}: an error has"
+            " its instant and an instant its error",
+        )
     return None
 
 
@@ -196,8 +199,11 @@ def _neighbour_figures(r: Mapping[str, Any]) -> tuple[str, str] | None:
     when = at(r, "cuda_error_at")
     t0 = instant(line["t0"], "timeline.t0")
     if when is not None and not t0 - STAMP_S <= when <= t0 + line["measured_s"] + STAMP_S:
-        return "cuda_error_at", f"{r['cuda_error_at']} lies outside its own timeline ({line['t0']} +" \
-            f" {line['measured_s']} s): the loop stops at its error"
+        return (
+            "cuda_error_at",
+            f"{r['cuda_error_at']} lies outside its own timeline ({line['t0']} +"
+            f" {line['measured_s']} s): the loop stops at its error",
+        )
     return _within_window(r, line, "timeline")
 
 
@@ -222,8 +228,11 @@ def _faulter_figures(r: Mapping[str, Any]) -> tuple[str, str] | None:
     children = r["children"]
     faulting = children[0] if children and children[0]["step"] == "faulting" else None
     if faulting is None or r.get("faulting_pid") != faulting["pid"]:
-        return "faulting_pid", f"{r.get('faulting_pid')}, but the first child is {children[:1]}: the faulting" \
-            " process is the faulter's first child"
+        return (
+            "faulting_pid",
+            f"{r.get('faulting_pid')}, but the first child is {children[:1]}: the faulting"
+            " process is the faulter's first child",
+        )
     fresh = [c["pid"] for c in children[1:] if c["step"] == "fresh"]
     serve = r.get("serve") or []
     if [s["pid"] for s in serve] != fresh:
@@ -232,8 +241,11 @@ def _faulter_figures(r: Mapping[str, Any]) -> tuple[str, str] | None:
     for i, attempt in enumerate(serve):
         began = at(attempt, "started_at")
         if ended is not None and began is not None and began < ended - STAMP_S:
-            return f"serve[{i}].started_at", f"{attempt['started_at']} is before the faulting process ended" \
-                f" ({faulting['ended_at']}): a fresh try runs after it"
+            return (
+                f"serve[{i}].started_at",
+                f"{attempt['started_at']} is before the faulting process ended"
+                f" ({faulting['ended_at']}): a fresh try runs after it",
+            )
     if r.get("served") is not None and r["served"] is not any(s.get("kernel_ran") is True for s in serve):
         return "served", f"{r['served']}, but its tries ran a kernel: {[s.get('kernel_ran') for s in serve]}"
     return None
@@ -348,16 +360,21 @@ def _bandwidth_figures(r: Mapping[str, Any]) -> tuple[str, str] | None:
     if line and r.get("copy"):
         moved = r["copies"] * r["copy"]["bytes_per_copy"] / GIGA
         if abs(moved - sum(line["per_s"])) > PER_S_ROUNDING * len(line["per_s"]):
-            return "copies", f"{r['copies']} copies of {r['copy']['bytes_per_copy']} bytes are {moved:.1f} GB; the" \
-                f" timeline holds {sum(line['per_s']):.1f}"
+            return (
+                "copies",
+                f"{r['copies']} copies of {r['copy']['bytes_per_copy']} bytes are {moved:.1f} GB; the"
+                f" timeline holds {sum(line['per_s']):.1f}",
+            )
     if line:
         t0, started = instant(line["t0"], "timeline.t0"), at(r, "copy_started_at")
         ended = at(r, "copy_ended_at")
         if started is None or abs(t0 - started) > STAMP_S:
             return "timeline.t0", f"{line['t0']}, but the copying started at {r.get('copy_started_at')}"
         if ended is None or abs(t0 + line["measured_s"] - ended) > STAMP_S:
-            return "timeline.measured_s", f"{line['measured_s']} s from t0, but the copying ended at" \
-                f" {r.get('copy_ended_at')}"
+            return (
+                "timeline.measured_s",
+                f"{line['measured_s']} s from t0, but the copying ended at {r.get('copy_ended_at')}",
+            )
         return _within_window(r, line, "timeline") or _hog_span(r, started, ended)
     return None
 

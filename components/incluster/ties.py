@@ -88,7 +88,7 @@ def time_problem(name: str, probe: str, result: Mapping[str, Any], pod: Mapping[
     if read is not None and last > instant(read, "readAt") + CLOCK_SKEW_SECONDS:
         return "ended_at", f"Pod {name}: its {probe} probe ended after the verifier read it ({read})"
     for status in pod.get("containerStatuses") or []:
-        finished = (((status.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+        finished = ((status.get("state") or {}).get("terminated") or {}).get("finishedAt")
         if finished and last > instant(finished, "finishedAt") + CLOCK_SKEW_SECONDS:
             return "ended_at", f"Pod {name}: its {probe} probe ended after its container did ({finished})"
     return None
@@ -98,10 +98,15 @@ def sequence_problem(name: str, results: Mapping[str, Mapping[str, Any]]) -> Pro
     """In one Pod, compute runs to its end before memory starts (workloads.container_command: `compute; exec
     memory`, the host proof's steps in order)."""
     compute, memory = results.get("compute"), results.get("memory")
-    if compute and memory and instant(compute["ended_at"], "c") > instant(memory["started_at"], "m") + \
-            CLOCK_SKEW_SECONDS:
-        return "started_at", (f"Pod {name}: its memory probe started at {memory['started_at']}, before its compute"
-                              f" probe ended ({compute['ended_at']}): the Pod runs them one after the other")
+    if (
+        compute
+        and memory
+        and instant(compute["ended_at"], "c") > instant(memory["started_at"], "m") + CLOCK_SKEW_SECONDS
+    ):
+        return "started_at", (
+            f"Pod {name}: its memory probe started at {memory['started_at']}, before its compute"
+            f" probe ended ({compute['ended_at']}): the Pod runs them one after the other"
+        )
     return None
 
 
@@ -149,6 +154,8 @@ def audit_problem(name: str, namespace: str, audit: Mapping[str, Any], mapped: b
     loaded: the spec and the process cannot both be this Pod's."""
     for row in audit.get("pods") or []:
         if row["pod"] == f"{namespace}/{name}" and row["reason"] in LIBRARY_ABSENT_REASONS and mapped:
-            return "gpuAudit", (f"Pod {name}: the GPU audit says its spec keeps HAMi-core out ({row['reason']}), yet"
-                                " its probe found the library mapped: the spec and the process disagree")
+            return "gpuAudit", (
+                f"Pod {name}: the GPU audit says its spec keeps HAMi-core out ({row['reason']}), yet"
+                " its probe found the library mapped: the spec and the process disagree"
+            )
     return None

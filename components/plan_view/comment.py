@@ -49,12 +49,29 @@ def _stack_parts(stack: str, against: Path, graphs: bool) -> tuple[str, str]:
     summary = diff.summary() if diff else f"{stack}: no golden plan `{name}` to compare with"
     if diff is not None and not diff.resources and not diff.outputs:
         # GitHub caps a comment: the count alone, the tree's first line has what it is made of
-        section = "\n".join([f"<details><summary>{stack}: {plan.count_text(parts=False)}</summary>", "",
-                              *names_only(plan),
-                             "", "</details>"])
+        section = "\n".join(
+            [
+                f"<details><summary>{stack}: {plan.count_text(parts=False)}</summary>",
+                "",
+                *names_only(plan),
+                "",
+                "</details>",
+            ]
+        )
         return summary, section
-    graph = ([f"<details><summary>dependency graph of <code>{stack}</code></summary>", "", "```mermaid",
-              mermaid.render(plan), "```", "", "</details>"] if graphs else [])
+    graph = (
+        [
+            f"<details><summary>dependency graph of <code>{stack}</code></summary>",
+            "",
+            "```mermaid",
+            mermaid.render(plan),
+            "```",
+            "",
+            "</details>",
+        ]
+        if graphs
+        else []
+    )
     # Each stack's report would repeat the same prose, and GitHub caps a comment's length.
     body = markdown.render(plan, golden=golden_plan(stack, against), golden_name=name, long_outputs=False)
     return summary, "\n".join([body, *([""] if graph else []), *graph])
@@ -64,8 +81,12 @@ def render(names: list[str], against: Path = GOLDEN_DIR) -> str:
     """The comment; past GitHub's limit without the graphs, and past it still, cut with a pointer to the whole."""
     for graphs in (True, False):
         parts = [_stack_parts(stack, against, graphs) for stack in names]
-        whole = "\n\n".join([TITLE, "\n".join(f"- {summary}" for summary, _ in parts), HOW,
-                             *(section for _, section in parts)]) + "\n"
+        whole = (
+            "\n\n".join(
+                [TITLE, "\n".join(f"- {summary}" for summary, _ in parts), HOW, *(section for _, section in parts)]
+            )
+            + "\n"
+        )
         if len(whole) < GITHUB_COMMENT_LIMIT:
             return whole
     return whole[: GITHUB_COMMENT_LIMIT - len(CUT) - 1] + CUT

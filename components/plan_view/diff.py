@@ -92,7 +92,8 @@ def _scalar(value: Any) -> bool:
 def _identity(*sides: list[Any]) -> str | None:
     for key in IDENTITY_KEYS:
         if all(isinstance(i, dict) and isinstance(i.get(key), str) for side in sides for i in side) and all(
-                len({i[key] for i in side}) == len(side) for side in sides):
+            len({i[key] for i in side}) == len(side) for side in sides
+        ):
             return key
     return None
 
@@ -102,8 +103,13 @@ def _list_changes(before: list[Any], after: list[Any], path: tuple[str | int, ..
     if key is not None:
         old = {i[key]: i for i in before}
         new = {i[key]: (index, i) for index, i in enumerate(after)}
-        found = [ValueChange(pointer(path), added=[i for i in after if i[key] not in old],
-                             removed=[i for i in before if i[key] not in new])]
+        found = [
+            ValueChange(
+                pointer(path),
+                added=[i for i in after if i[key] not in old],
+                removed=[i for i in before if i[key] not in new],
+            )
+        ]
         for name, (index, item) in new.items():
             if name in old:
                 found += walk(old[name], item, (*path, index))
@@ -111,8 +117,13 @@ def _list_changes(before: list[Any], after: list[Any], path: tuple[str | int, ..
         old_count = Counter(_canonical(i) for i in before)
         new_count = Counter(_canonical(i) for i in after)
         gone, came = old_count - new_count, new_count - old_count
-        found = [ValueChange(pointer(path), added=[json.loads(i) for i in came.elements()],
-                             removed=[json.loads(i) for i in gone.elements()])]
+        found = [
+            ValueChange(
+                pointer(path),
+                added=[json.loads(i) for i in came.elements()],
+                removed=[json.loads(i) for i in gone.elements()],
+            )
+        ]
         if not gone and not came and before != after:
             return [ValueChange(pointer(path), before=before, after=after)]  # only the order changed
     return [c for c in found if not c.is_list or c.added or c.removed]
@@ -143,33 +154,45 @@ def resource_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> R
         return ResourceChange(urn, some["type"], some["name"], "create" if old is None else "delete")
     options = new.get("options") or {}
     ignored = [replace_rules.property_path(p) for p in options.get("ignoreChanges") or []]
-    changes = [c for c in walk(old.get("inputs") or {}, new.get("inputs") or {})
-               if not any(replace_rules.under(c.pointer, p) for p in ignored)]
+    changes = [
+        c
+        for c in walk(old.get("inputs") or {}, new.get("inputs") or {})
+        if not any(replace_rules.under(c.pointer, p) for p in ignored)
+    ]
     replace_on = [replace_rules.property_path(p) for p in options.get("replaceOnChanges") or []]
     for change in changes:
         if any(replace_rules.touches(change.pointer, p) for p in replace_on):
             change.replaces = f"replaceOnChanges {options['replaceOnChanges']} ({replace_rules.ENGINE})"
         else:
-            change.replaces = replace_rules.replace_rule(new["type"], change.pointer,
-                                                          MISSING in (change.before, change.after))
+            change.replaces = replace_rules.replace_rule(
+                new["type"], change.pointer, MISSING in (change.before, change.after)
+            )
     old_options = old.get("options") or {}
     for key in sorted(set(old_options) | set(options)):
         if old_options.get(key, MISSING) != options.get(key, MISSING):
-            change = ValueChange(f"/options{pointer((key,))}", old_options.get(key, MISSING),
-                                 options.get(key, MISSING))
+            change = ValueChange(f"/options{pointer((key,))}", old_options.get(key, MISSING), options.get(key, MISSING))
             if key == "replacementTrigger":
                 change.replaces = "replacementTrigger (the engine replaces when its value changes)"
             changes.append(change)
     if old.get("parent") != new.get("parent"):
-        changes.append(ValueChange("/parent", old.get("parent"), new.get("parent"),
-                                   replaces="a new parent is a new URN: created anew, the old deleted"))
+        changes.append(
+            ValueChange(
+                "/parent",
+                old.get("parent"),
+                new.get("parent"),
+                replaces="a new parent is a new URN: created anew, the old deleted",
+            )
+        )
     if not changes:
         return ResourceChange(urn, new["type"], new["name"], "same")
     replaced = any(c.replaces for c in changes)
     named = bool(((new.get("inputs") or {}).get("metadata") or {}).get("name"))
     # pulumi-kubernetes provider.go:1652-1666: a named object replaced under the same name is deleted first.
-    k8s_same_name = (new["type"].startswith("kubernetes:") and named and not any(
-        c.pointer in ("/metadata/name", "/metadata/namespace") for c in changes))
+    k8s_same_name = (
+        new["type"].startswith("kubernetes:")
+        and named
+        and not any(c.pointer in ("/metadata/name", "/metadata/namespace") for c in changes)
+    )
     delete_first = replaced and (bool(options.get("deleteBeforeReplace")) or k8s_same_name)
     return ResourceChange(urn, new["type"], new["name"], "replace" if replaced else "update", changes, delete_first)
 
@@ -182,8 +205,13 @@ def compare(old: dict[str, Any], new: dict[str, Any], against: str) -> StackDiff
     changes += [resource_change(r, None) for u, r in old_by.items() if u not in new_by]
     outputs = walk(old.get("outputs") or {}, new.get("outputs") or {})
     # A read runs every time, changing nothing: listed in `operations`, not among the changes.
-    return StackDiff(new.get("stack", ""), against, [c for c in changes if c.operation not in ("same", "read")],
-                     outputs, {c.urn: c.operation for c in changes})
+    return StackDiff(
+        new.get("stack", ""),
+        against,
+        [c for c in changes if c.operation not in ("same", "read")],
+        outputs,
+        {c.urn: c.operation for c in changes},
+    )
 
 
 def annotate(document: dict[str, Any], diff: StackDiff) -> dict[str, Any]:
@@ -195,6 +223,7 @@ def annotate(document: dict[str, Any], diff: StackDiff) -> dict[str, Any]:
         resource["changed"] = [c.pointer for c in change.changes] if change else []
         resource["replaceBecause"] = change.replace_because if change else []
     document["against"] = diff.against
-    document["deleted"] = [{"urn": c.urn, "type": c.type, "name": c.name}
-                           for c in diff.resources if c.operation == "delete"]
+    document["deleted"] = [
+        {"urn": c.urn, "type": c.type, "name": c.name} for c in diff.resources if c.operation == "delete"
+    ]
     return document

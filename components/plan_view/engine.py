@@ -91,15 +91,14 @@ class _Up:
         (step_generator.go:2048-2130, calculateDependentReplacements and findResourcesReplacedWith)."""
         start = next(i for i, r in enumerate(self.old) if r["name"] == root["name"])
         dependents, chain, replace_set = {root["name"]}, [], {root["name"]}
-        for candidate in self.old[start + 1:]:
+        for candidate in self.old[start + 1 :]:
             if not _edges(candidate) & dependents:
                 continue
             dependents.add(candidate["name"])
             if self.requires_replacement(candidate, replace_set):
                 chain.append(candidate)
                 replace_set.add(candidate["name"])
-        with_root = [r for r in self.old if root["name"] in (_options(r).get("replaceWith") or [])
-                     and r not in chain]
+        with_root = [r for r in self.old if root["name"] in (_options(r).get("replaceWith") or []) and r not in chain]
         return chain + with_root
 
     def delete_op(self, old: dict[str, Any]) -> Op:
@@ -137,8 +136,9 @@ class _Up:
             chain = [r for r in self.delete_first_chain(old) if r["name"] not in self.pending]
             self.pending.update(r["name"] for r in chain)
             self.deleted.update(r["name"] for r in chain)  # step_generator.go:2129, before any step applies
-            self.steps += [Step(self.delete_op(r), r, f"depends on {name}, replaced delete-first")
-                           for r in reversed(chain)]
+            self.steps += [
+                Step(self.delete_op(r), r, f"depends on {name}, replaced delete-first") for r in reversed(chain)
+            ]
             self.steps.append(Step(self.delete_op(old), old, f"replaced delete-first: {why}"))
             self.pending.add(name)
         self.steps.append(Step("create-replacement", new, why))
@@ -146,8 +146,13 @@ class _Up:
     def finish(self) -> None:
         """After every create and update: the old halves of create-first replacements, and what the program no
         longer registers, in reverse dependency order (step_generator.go:2360-2425)."""
-        last = [r for r in reversed(self.old) if _custom(r) and r["name"] not in self.pending
-                and (r["name"] in self.replaced or r["name"] not in self.new_by)]
+        last = [
+            r
+            for r in reversed(self.old)
+            if _custom(r)
+            and r["name"] not in self.pending
+            and (r["name"] in self.replaced or r["name"] not in self.new_by)
+        ]
         self.deletes(last, "replaced create-first, or no longer in the program")
 
 

@@ -37,9 +37,16 @@ def _accelerators(accelerators: list[dict[str, Any]] | None) -> str:
     for acc in accelerators or []:
         driver = (acc.get("gpuDriverInstallationConfig") or {}).get("gpuDriverVersion")
         sharing = acc.get("gpuSharingConfig") or {}
-        parts.append(f"{acc.get('count', 1)} × {acc.get('type')}" + (f", driver {driver}" if driver else "")
-                     + (f", shared by {sharing.get('gpuSharingStrategy')} among"
-                        f" {sharing.get('maxSharedClientsPerGpu')} clients per GPU" if sharing else ""))
+        parts.append(
+            f"{acc.get('count', 1)} × {acc.get('type')}"
+            + (f", driver {driver}" if driver else "")
+            + (
+                f", shared by {sharing.get('gpuSharingStrategy')} among"
+                f" {sharing.get('maxSharedClientsPerGpu')} clients per GPU"
+                if sharing
+                else ""
+            )
+        )
     return "; ".join(parts) or "none"
 
 
@@ -48,46 +55,91 @@ def _taints(taints: list[dict[str, Any]] | None) -> str:
 
 
 def gke_cluster(i: dict[str, Any]) -> list[Field]:
-    return [("name", _text(i.get("name"))), ("location", _text(i.get("location"))),
-            ("version", _text(i.get("minMasterVersion", "GKE's default"))),
-            ("release channel", _text((i.get("releaseChannel") or {}).get("channel", "GKE's default")))]
+    return [
+        ("name", _text(i.get("name"))),
+        ("location", _text(i.get("location"))),
+        ("version", _text(i.get("minMasterVersion", "GKE's default"))),
+        ("release channel", _text((i.get("releaseChannel") or {}).get("channel", "GKE's default"))),
+    ]
 
 
 def node_pool(i: dict[str, Any]) -> list[Field]:
     node = i.get("nodeConfig") or {}
-    return [("machine", f"{node.get('machineType')}" + (" (Spot)" if node.get("spot") else "")),
-            ("accelerator", _accelerators(node.get("guestAccelerators"))),
-            ("nodes", _text(i.get("nodeCount"))),
-            ("labels", _pairs(node.get("labels"))),
-            ("taints", _taints(node.get("taints")))]
+    return [
+        ("machine", f"{node.get('machineType')}" + (" (Spot)" if node.get("spot") else "")),
+        ("accelerator", _accelerators(node.get("guestAccelerators"))),
+        ("nodes", _text(i.get("nodeCount"))),
+        ("labels", _pairs(node.get("labels"))),
+        ("taints", _taints(node.get("taints"))),
+    ]
 
 
 def firewall(i: dict[str, Any]) -> list[Field]:
     allows = "; ".join(
         f"{a.get('protocol')} {', '.join(a.get('ports') or ['all ports'])}" for a in i.get("allows") or []
     )
-    return [("allows", allows or "nothing"), ("from", ", ".join(i.get("sourceRanges") or []) or "nowhere"),
-            ("to tags", ", ".join(i.get("targetTags") or []) or "every instance")]
+    return [
+        ("allows", allows or "nothing"),
+        ("from", ", ".join(i.get("sourceRanges") or []) or "nowhere"),
+        ("to tags", ", ".join(i.get("targetTags") or []) or "every instance"),
+    ]
 
 
 def instance(i: dict[str, Any]) -> list[Field]:
     scheduling = i.get("scheduling") or {}
     disk = (i.get("bootDisk") or {}).get("initializeParams") or {}
-    return [("zone", _text(i.get("zone"))),
-            ("machine", f"{i.get('machineType')}" + (f" ({scheduling['provisioningModel']})"
-                                                    if scheduling.get("provisioningModel") else "")),
-            ("accelerator", _accelerators(i.get("guestAccelerators")) if i.get("guestAccelerators")
-             else "the machine type's own"),
-            ("boot disk", f"{disk.get('image')}, {disk.get('size')} GiB")]
+    return [
+        ("zone", _text(i.get("zone"))),
+        (
+            "machine",
+            f"{i.get('machineType')}"
+            + (f" ({scheduling['provisioningModel']})" if scheduling.get("provisioningModel") else ""),
+        ),
+        (
+            "accelerator",
+            _accelerators(i.get("guestAccelerators")) if i.get("guestAccelerators") else "the machine type's own",
+        ),
+        ("boot disk", f"{disk.get('image')}, {disk.get('size')} GiB"),
+    ]
 
 
 def private_key(i: dict[str, Any]) -> list[Field]:
     return [("algorithm", _text(i.get("algorithm")))]
 
 
-SHELL_WORDS = {"if", "then", "else", "elif", "fi", "for", "while", "do", "done", "case", "esac", "export", ".", "!",
-               "{", "}", "local", "set", "exit", "until", "sudo", "bash",
-               "echo", "true", "false", "||", "&&", "|", "cat", "sh", "-"}
+SHELL_WORDS = {
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "for",
+    "while",
+    "do",
+    "done",
+    "case",
+    "esac",
+    "export",
+    ".",
+    "!",
+    "{",
+    "}",
+    "local",
+    "set",
+    "exit",
+    "until",
+    "sudo",
+    "bash",
+    "echo",
+    "true",
+    "false",
+    "||",
+    "&&",
+    "|",
+    "cat",
+    "sh",
+    "-",
+}
 
 
 def programs(script: str) -> list[str]:
@@ -111,8 +163,14 @@ def command(i: dict[str, Any]) -> list[Field]:
         if i.get(key):
             script = i[key]
             runs = ", ".join(programs(script))
-            fields.append((key, f"a {script.count(chr(10)) + 1}-line script running {runs} (--markdown diffs it, "
-                                "--json has it)" if "\n" in script else script))
+            fields.append(
+                (
+                    key,
+                    f"a {script.count(chr(10)) + 1}-line script running {runs} (--markdown diffs it, --json has it)"
+                    if "\n" in script
+                    else script,
+                )
+            )
     return fields
 
 
@@ -132,8 +190,11 @@ def pod(i: dict[str, Any]) -> list[Field]:
         asked = "; ".join(f"{kind} {_pairs(res[kind])}" for kind in ("requests", "limits") if res.get(kind))
         resources.append(f"{c.get('name')}: {asked or 'none'}")
     quotas = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith("pulumi.com/")}
-    fields = [("pod", _text(object_name(i))), ("scheduler", _text(spec.get("schedulerName", "default-scheduler"))),
-              ("resources", "\n".join(resources) or "none")]
+    fields = [
+        ("pod", _text(object_name(i))),
+        ("scheduler", _text(spec.get("schedulerName", "default-scheduler"))),
+        ("resources", "\n".join(resources) or "none"),
+    ]
     if quotas:
         fields.append(("annotations", _pairs(quotas)))
     if spec.get("nodeSelector"):
@@ -155,8 +216,10 @@ def job(i: dict[str, Any]) -> list[Field]:
     fields = [("job", _text(object_name(i))), ("runs", runs or "the image's command")]
     if env:
         fields.append(("env", "\n".join(f"{k}={v}" for k, v in env.items())))
-    limits = [f"{spec['activeDeadlineSeconds']} s" if "activeDeadlineSeconds" in spec else "",
-              _tries(spec["backoffLimit"] + 1) if "backoffLimit" in spec else ""]
+    limits = [
+        f"{spec['activeDeadlineSeconds']} s" if "activeDeadlineSeconds" in spec else "",
+        _tries(spec["backoffLimit"] + 1) if "backoffLimit" in spec else "",
+    ]
     if any(limits):
         fields.append(("limits", ", ".join(x for x in limits if x)))
     return fields
@@ -183,8 +246,10 @@ def role(i: dict[str, Any]) -> list[Field]:
 
 def binding(i: dict[str, Any]) -> list[Field]:
     ref = i.get("roleRef") or {}
-    subjects = ", ".join(f"{s.get('kind')} {s.get('namespace') + '/' if s.get('namespace') else ''}{s.get('name')}"
-                         for s in i.get("subjects") or [])
+    subjects = ", ".join(
+        f"{s.get('kind')} {s.get('namespace') + '/' if s.get('namespace') else ''}{s.get('name')}"
+        for s in i.get("subjects") or []
+    )
     return [("name", _text(object_name(i))), ("grants", f"{ref.get('kind')} {ref.get('name')} to {subjects}")]
 
 

@@ -55,6 +55,7 @@ class Graph:
 
     def ancestors(self, name: str) -> list[str]:
         """From the parent up to the root."""
+
         def compute() -> list[str]:
             parent = self.by_name[name]["parent"]
             return [] if parent is None else [parent, *self.ancestors(parent)]
@@ -63,6 +64,7 @@ class Graph:
 
     def sinks(self, component: str) -> set[str]:
         """Resources of a component that nothing else inside it waits for: when they exist, all of it does."""
+
         def compute() -> frozenset[str]:
             inside = self._subtree(component)
             real = {n for n in inside if self.kind(n) != "component"}
@@ -89,8 +91,9 @@ class Graph:
 
     @cached_property
     def _outer_first(self) -> list[str]:
-        return sorted((n for n in self.by_name if self.kind(n) == "component"),
-                      key=lambda n: (len(self.ancestors(n)), n))
+        return sorted(
+            (n for n in self.by_name if self.kind(n) == "component"), key=lambda n: (len(self.ancestors(n)), n)
+        )
 
     def fold(self, names: set[str], for_name: str) -> list[str]:
         """Dependencies with each whole component (all its sinks) replaced by the component's name."""

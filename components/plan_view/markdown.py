@@ -66,8 +66,10 @@ def change_lines(change: ValueChange) -> list[str]:
     mark = f" — **replaces**: {change.replaces}" if change.replaces else ""
     if is_file_ref(change.after) or is_file_ref(change.before):
         path = (change.after if is_file_ref(change.after) else change.before)[FILE]
-        return [f"- {where}: the repository's {code(path)} changed{mark}: this pull request's diff of that file has "
-                "its lines"]
+        return [
+            f"- {where}: the repository's {code(path)} changed{mark}: this pull request's diff of that file has "
+            "its lines"
+        ]
     if change.is_list:
         body = [f"- {_json(v)}" for v in change.removed] + [f"+ {_json(v)}" for v in change.added]
         return [f"- {where}{mark}", "", "  ```diff", *(f"  {line}" for line in body), "  ```", ""]
@@ -77,8 +79,7 @@ def change_lines(change: ValueChange) -> list[str]:
         body = list(difflib.unified_diff(old, new, "before", "after", n=2, lineterm=""))[2:]
         return [f"- {where}{mark}", "", "  ```diff", *(f"  {line}" for line in body), "  ```", ""]
     before, after = _json(change.before), _json(change.after)
-    if len(before) + len(after) > 2 * CELL_LIMIT and isinstance(change.before, str) and isinstance(
-            change.after, str):
+    if len(before) + len(after) > 2 * CELL_LIMIT and isinstance(change.before, str) and isinstance(change.after, str):
         before, after = _around(before, after)
         return [f"- {where}{mark}", "", "  ```diff", f"  - {before}", f"  + {after}", "  ```", ""]
     return [f"- {where}: {code(before)} → {code(after)}{mark}"]
@@ -143,16 +144,19 @@ def full_plan(plan: Plan, long_outputs: bool = True) -> list[str]:
     for r in plan.resources:
         if graph.kind(r["name"]) == "component":
             continue
-        checks = "; ".join(f"{label}: {text}" for label, text in review_fields(
-            {**r, "inputs": mask(r["inputs"], plan.invented)}))
+        checks = "; ".join(
+            f"{label}: {text}" for label, text in review_fields({**r, "inputs": mask(r["inputs"], plan.invented)})
+        )
         after = ", ".join(graph.fold(set(r["dependsOn"]), r["name"]))
-        lines.append(f"| `{r['name']}` | {_short_type(r['type'])} | {r['parent'] or ''} | {_cell(after)} | "
-                     f"{_cell(checks)} |")
+        lines.append(
+            f"| `{r['name']}` | {_short_type(r['type'])} | {r['parent'] or ''} | {_cell(after)} | {_cell(checks)} |"
+        )
     return [*lines, "", "#### Outputs", "", *_outputs(plan, long_outputs)]
 
 
-def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | None = None,
-           long_outputs: bool = True) -> str:
+def render(
+    plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | None = None, long_outputs: bool = True
+) -> str:
     """`golden` is the plan to compare with, `golden_name` where it comes from (tests/golden/<stack>.json);
     without `long_outputs`, multi-line outputs (the report) are named, not shown."""
     golden_name = golden_name or f"tests/golden/{plan.stack}.json"
@@ -160,8 +164,16 @@ def render(plan: Plan, golden: dict[str, Any] | None = None, golden_name: str | 
     summary = diff.summary() if diff else f"{plan.stack}: no golden plan `{golden_name}` to compare with"
     lines = [f"### {summary}", ""]
     if diff is not None:
-        lines += [f"Against `{golden_name}`:", "", *diff_section(diff)] if diff.resources or diff.outputs else [
-            f"Same as `{golden_name}`.", ""]
-    lines += [f"<details><summary>Full plan of <code>{plan.stack}</code></summary>", "",
-              *full_plan(plan, long_outputs), "", "</details>"]
+        lines += (
+            [f"Against `{golden_name}`:", "", *diff_section(diff)]
+            if diff.resources or diff.outputs
+            else [f"Same as `{golden_name}`.", ""]
+        )
+    lines += [
+        f"<details><summary>Full plan of <code>{plan.stack}</code></summary>",
+        "",
+        *full_plan(plan, long_outputs),
+        "",
+        "</details>",
+    ]
     return "\n".join(lines)

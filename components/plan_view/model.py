@@ -52,8 +52,14 @@ class Plan:
             "stack": self.stack,
             "against": None,
             "resources": [
-                {**r, "urn": urn(r), "kind": self.kind(r), "operation": operation_of(r), "changed": [],
-                 "replaceBecause": []}
+                {
+                    **r,
+                    "urn": urn(r),
+                    "kind": self.kind(r),
+                    "operation": operation_of(r),
+                    "changed": [],
+                    "replaceBecause": [],
+                }
                 for r in self.resources
             ],
             "deleted": [],
@@ -92,8 +98,10 @@ class Plan:
         whole = n(counts["resources"], "resource")
         if not parts:
             return whole
-        return (f"{whole} ({counts['resource']} custom, {n(counts['component'], 'component')}, "
-                f"{n(counts['provider'], 'provider')})")
+        return (
+            f"{whole} ({counts['resource']} custom, {n(counts['component'], 'component')}, "
+            f"{n(counts['provider'], 'provider')})"
+        )
 
     def find(self, type_: str, name: str | None = None) -> list[dict[str, Any]]:
         """Resources of a type (the full token), optionally of one name."""

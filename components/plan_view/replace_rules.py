@@ -31,20 +31,69 @@ def _containers(*fields: str) -> tuple[str, ...]:
 K8S_IDENTITY = Rule(("/metadata/name", "/metadata/namespace"), f"{K8S_DIFF}:207")
 K8S_RULES: dict[str, Rule] = {
     # diff.go:119-151 (core/v1 Pod) and 214-238 (containerForceNewProperties)
-    "kubernetes:core/v1:Pod": Rule((
-        *(f"/spec/{f}" for f in (
-            "affinity", "automountServiceAccountToken", "dnsConfig", "dnsPolicy", "enableServiceLinks", "hostAliases",
-            "hostIPC", "hostNetwork", "hostPID", "hostname", "imagePullSecrets", "nodeName", "nodeSelector",
-            "overhead", "preemptionPolicy", "priority", "priorityClassName", "readinessGates", "restartPolicy",
-            "runtimeClassName", "schedulerName", "securityContext", "serviceAccount", "serviceAccountName",
-            "shareProcessNamespace", "subdomain", "terminationGracePeriodSeconds", "volumes")),
-        *_containers("args", "command", "env", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "ports",
-                     "readinessProbe", "resources", "securityContext", "stdin", "stdinOnce", "terminationMessagePath",
-                     "terminationMessagePolicy", "tty", "volumeDevices", "volumeMounts", "workingDir"),
-    ), f"{K8S_DIFF}:119"),
+    "kubernetes:core/v1:Pod": Rule(
+        (
+            *(
+                f"/spec/{f}"
+                for f in (
+                    "affinity",
+                    "automountServiceAccountToken",
+                    "dnsConfig",
+                    "dnsPolicy",
+                    "enableServiceLinks",
+                    "hostAliases",
+                    "hostIPC",
+                    "hostNetwork",
+                    "hostPID",
+                    "hostname",
+                    "imagePullSecrets",
+                    "nodeName",
+                    "nodeSelector",
+                    "overhead",
+                    "preemptionPolicy",
+                    "priority",
+                    "priorityClassName",
+                    "readinessGates",
+                    "restartPolicy",
+                    "runtimeClassName",
+                    "schedulerName",
+                    "securityContext",
+                    "serviceAccount",
+                    "serviceAccountName",
+                    "shareProcessNamespace",
+                    "subdomain",
+                    "terminationGracePeriodSeconds",
+                    "volumes",
+                )
+            ),
+            *_containers(
+                "args",
+                "command",
+                "env",
+                "image",
+                "imagePullPolicy",
+                "lifecycle",
+                "livenessProbe",
+                "ports",
+                "readinessProbe",
+                "resources",
+                "securityContext",
+                "stdin",
+                "stdinOnce",
+                "terminationMessagePath",
+                "terminationMessagePolicy",
+                "tty",
+                "volumeDevices",
+                "volumeMounts",
+                "workingDir",
+            ),
+        ),
+        f"{K8S_DIFF}:119",
+    ),
     # diff.go:178-186 (batch Job)
-    "kubernetes:batch/v1:Job": Rule(("/spec/completions", "/spec/parallelism", "/spec/selector", "/spec/template"),
-                                    f"{K8S_DIFF}:178"),
+    "kubernetes:batch/v1:Job": Rule(
+        ("/spec/completions", "/spec/parallelism", "/spec/selector", "/spec/template"), f"{K8S_DIFF}:178"
+    ),
     # diff.go:192-194 (roleBinding)
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Rule(("/roleRef",), f"{K8S_DIFF}:192"),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": Rule(("/roleRef",), f"{K8S_DIFF}:192"),
@@ -57,45 +106,86 @@ PATCH_TYPES = ("kubernetes:core/v1:NodePatch",)
 
 OTHER_RULES: dict[str, Rule] = {
     # helm_release.go:907: forceNewFields := {".name", ".namespace"}
-    "kubernetes:helm.sh/v3:Release": Rule(("/name", "/namespace"),
-                                          "pulumi-kubernetes provider/pkg/provider/helm_release.go:907"),
+    "kubernetes:helm.sh/v3:Release": Rule(
+        ("/name", "/namespace"), "pulumi-kubernetes provider/pkg/provider/helm_release.go:907"
+    ),
     # resource_compute_address.go: name 172, address_type 193, description 202, region 301 (ForceNew)
-    "gcp:compute/address:Address": Rule(("/name", "/address", "/addressType", "/description", "/networkTier",
-                                         "/purpose", "/region", "/subnetwork", "/network", "/prefixLength",
-                                         "/ipVersion", "/project"),
-                                        f"{GOOGLE}/compute/resource_compute_address.go:172"),
+    "gcp:compute/address:Address": Rule(
+        (
+            "/name",
+            "/address",
+            "/addressType",
+            "/description",
+            "/networkTier",
+            "/purpose",
+            "/region",
+            "/subnetwork",
+            "/network",
+            "/prefixLength",
+            "/ipVersion",
+            "/project",
+        ),
+        f"{GOOGLE}/compute/resource_compute_address.go:172",
+    ),
     # resource_compute_firewall.go: name 246, direction 302 (ForceNew); allow, source_ranges, target_tags update
-    "gcp:compute/firewall:Firewall": Rule(("/name", "/direction", "/project"),
-                                          f"{GOOGLE}/compute/resource_compute_firewall.go:246"),
+    "gcp:compute/firewall:Firewall": Rule(
+        ("/name", "/direction", "/project"), f"{GOOGLE}/compute/resource_compute_firewall.go:246"
+    ),
     # resource_compute_instance.go: name 642, zone 1447, boot_disk.initialize_params image 395 / type 386,
     # network_interface 650 (the block), guest_accelerator 986, scheduling.preemptible 1110,
     # scheduling.provisioning_model 1134; machine_type, metadata, tags, size update in place
-    "gcp:compute/instance:Instance": Rule((
-        "/name", "/zone", "/project", "/bootDisk/initializeParams/image", "/bootDisk/initializeParams/type",
-        "/bootDisk/deviceName", "/guestAccelerators", "/scheduling/preemptible", "/scheduling/provisioningModel",
-        "/networkInterfaces/*/accessConfigs/*/networkTier", "/hostname", "/metadataStartupScript",
-    ), f"{GOOGLE}/compute/resource_compute_instance.go:642"),
+    "gcp:compute/instance:Instance": Rule(
+        (
+            "/name",
+            "/zone",
+            "/project",
+            "/bootDisk/initializeParams/image",
+            "/bootDisk/initializeParams/type",
+            "/bootDisk/deviceName",
+            "/guestAccelerators",
+            "/scheduling/preemptible",
+            "/scheduling/provisioningModel",
+            "/networkInterfaces/*/accessConfigs/*/networkTier",
+            "/hostname",
+            "/metadataStartupScript",
+        ),
+        f"{GOOGLE}/compute/resource_compute_instance.go:642",
+    ),
     # resource_container_cluster.go: name 293, location 326, initial_node_count 1156 (ForceNew)
-    "gcp:container/cluster:Cluster": Rule(("/name", "/location", "/project", "/initialNodeCount"),
-                                          f"{GOOGLE}/container/resource_container_cluster.go:293"),
+    "gcp:container/cluster:Cluster": Rule(
+        ("/name", "/location", "/project", "/initialNodeCount"), f"{GOOGLE}/container/resource_container_cluster.go:293"
+    ),
     # resource_container_node_pool.go: cluster 246, location 252, name 510; node_config.go: guest_accelerator 316
     # (count 324, type 330, gpu_driver_installation_config 337, gpu_sharing_config 362), oauth_scopes 560,
     # spot 616; machine_type 536, image_type 389, labels 420 and node_count update in place
-    "gcp:container/nodePool:NodePool": Rule((
-        "/cluster", "/location", "/name", "/project", "/nodeConfig/guestAccelerators", "/nodeConfig/oauthScopes",
-        "/nodeConfig/spot", "/nodeConfig/preemptible", "/nodeConfig/metadata", "/nodeConfig/minCpuPlatform",
-    ), f"{GOOGLE}/container/resource_container_node_pool.go:246, node_config.go:316"),
+    "gcp:container/nodePool:NodePool": Rule(
+        (
+            "/cluster",
+            "/location",
+            "/name",
+            "/project",
+            "/nodeConfig/guestAccelerators",
+            "/nodeConfig/oauthScopes",
+            "/nodeConfig/spot",
+            "/nodeConfig/preemptible",
+            "/nodeConfig/metadata",
+            "/nodeConfig/minCpuPlatform",
+        ),
+        f"{GOOGLE}/container/resource_container_node_pool.go:246, node_config.go:316",
+    ),
     # terraform-provider-tls internal/provider/resource_private_key.go:57-60 (algorithm: RequiresReplace), 75, 84
-    "tls:index/privateKey:PrivateKey": Rule(("/algorithm", "/rsaBits", "/ecdsaCurve"),
-                                            "terraform-provider-tls internal/provider/resource_private_key.go:57"),
+    "tls:index/privateKey:PrivateKey": Rule(
+        ("/algorithm", "/rsaBits", "/ecdsaCurve"), "terraform-provider-tls internal/provider/resource_private_key.go:57"
+    ),
     # pulumi-command provider/pkg/provider/common/inputs.go:10 (triggers: replaceOnChanges); a change to
     # create/update re-runs it in place (remote/commandController.go:63-83)
     "command:remote:Command": Rule(("/triggers",), "pulumi-command provider/pkg/provider/common/inputs.go:10"),
     "command:local:Command": Rule(("/triggers",), "pulumi-command provider/pkg/provider/common/inputs.go:10"),
     # DiffConfig replaces the provider, and every object on it, when clusterIdentifier changes; adding or removing it
     # does not, and with it set and the same a new kubeconfig updates in place (provider.go:490-503)
-    "pulumi:providers:kubernetes": Rule(("/clusterIdentifier",),
-                                        "pulumi-kubernetes provider/pkg/provider/provider.go:490", changed_only=True),
+    "pulumi:providers:kubernetes": Rule(
+        ("/clusterIdentifier",), "pulumi-kubernetes provider/pkg/provider/provider.go:490", changed_only=True
+    ),
 }
 
 ENGINE = "pulumi pkg/resource/deploy/step_generator.go (applyReplaceOnChanges)"

@@ -37,8 +37,10 @@ def output_lines(name: str, value: Any, indent: str = "  ") -> list[str]:
     if isinstance(value, str) and "\n" in value:
         body = value.rstrip("\n").splitlines()
         if len(body) > OUTPUT_LINES_LIMIT:
-            return [f"{indent}{name}: {len(body)} lines, folded: {body[0].strip()} … "
-                    f"(`pulumi stack output {name}` after `up`; --json here)"]
+            return [
+                f"{indent}{name}: {len(body)} lines, folded: {body[0].strip()} … "
+                f"(`pulumi stack output {name}` after `up`; --json here)"
+            ]
         return [f"{indent}{name}: |", *(f"{indent}  {line}".rstrip() for line in body)]
     if isinstance(value, str):
         return [f"{indent}{name}: {value}"]
@@ -68,8 +70,9 @@ def wrap(line: str, width: int = WIDTH) -> list[str]:
     body = line.lstrip("│├└─ ")
     lead = line[: len(line) - len(body)]
     follow = lead.replace("├─", "│ ").replace("└─", "  ") + "    "
-    return textwrap.wrap(body, width=width, initial_indent=lead, subsequent_indent=follow,
-                         break_long_words=True, break_on_hyphens=False) or [line[:width]]
+    return textwrap.wrap(
+        body, width=width, initial_indent=lead, subsequent_indent=follow, break_long_words=True, break_on_hyphens=False
+    ) or [line[:width]]
 
 
 def render(plan: Plan) -> str:

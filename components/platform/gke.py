@@ -35,8 +35,11 @@ def newest_version(versions: Iterable[str], prefix: str, config_key: str = "gpus
 
     candidates = [v for v in versions if v.startswith(prefix)]
     if not candidates:
-        raise InputError(config_key, f"no GKE version starting with {prefix!r} is offered in this zone; pick another "
-                              "zone or an offered version (`gcloud container get-server-config --zone ZONE`)")
+        raise InputError(
+            config_key,
+            f"no GKE version starting with {prefix!r} is offered in this zone; pick another "
+            "zone or an offered version (`gcloud container get-server-config --zone ZONE`)",
+        )
     return max(candidates, key=key)
 
 
@@ -94,7 +97,8 @@ class GkeCluster(pulumi.ComponentResource):
 
         if is_version_prefix(args.kubernetes_version):
             offered = gcp.container.get_engine_versions_output(
-                location=args.settings.zone, version_prefix=args.kubernetes_version,
+                location=args.settings.zone,
+                version_prefix=args.kubernetes_version,
                 opts=pulumi.InvokeOutputOptions(parent=self),
             )
             version = offered.valid_master_versions.apply(lambda vs: newest_version(vs, args.kubernetes_version))
@@ -166,8 +170,9 @@ class GkeCluster(pulumi.ComponentResource):
                 ],
             ),
             # The pool's name is fixed and ForceNew (resource_container_node_pool.go:510): delete first, as above.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["version"], deleted_with=self.cluster,
-                                        delete_before_replace=True),
+            opts=pulumi.ResourceOptions(
+                parent=self, ignore_changes=["version"], deleted_with=self.cluster, delete_before_replace=True
+            ),
         )
 
         self.version = self.cluster.master_version

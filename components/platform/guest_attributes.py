@@ -73,18 +73,28 @@ def key_line(status: int, body: bytes) -> str:
             raise Refused(f"{ATTRIBUTE} holds {value[:40]!r}, not an ed25519 key") from None
         return f"ssh-ed25519 {value}"
     if status == 403:
-        raise Refused(f"403: the credentials lack {PERMISSION} on this instance; grant a role that has it, "
-                      "or run `pulumi up` as a principal that does")
+        raise Refused(
+            f"403: the credentials lack {PERMISSION} on this instance; grant a role that has it, "
+            "or run `pulumi up` as a principal that does"
+        )
     if status == 401:
-        raise Refused("401: the credentials were refused; run `gcloud auth application-default login`, or set "
-                      "GOOGLE_OAUTH_ACCESS_TOKEN")
+        raise Refused(
+            "401: the credentials were refused; run `gcloud auth application-default login`, or set "
+            "GOOGLE_OAUTH_ACCESS_TOKEN"
+        )
     if status in HEALS:
         raise NotYet(f"{status} {_message(body)}".strip())
     raise Refused(f"{status} {_message(body)}".strip())
 
 
-def read(fetch: Fetch, instance_url: str, token: str, tries: int = TRIES, interval_s: float = INTERVAL_S,
-         sleep: Callable[[float], None] = time.sleep) -> str:
+def read(
+    fetch: Fetch,
+    instance_url: str,
+    token: str,
+    tries: int = TRIES,
+    interval_s: float = INTERVAL_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
     """The key once published; Refused at the first answer that does not heal, or when the tries run out."""
     url, last = attribute_url(instance_url), "no answer"
     for attempt in range(tries):
@@ -94,9 +104,11 @@ def read(fetch: Fetch, instance_url: str, token: str, tries: int = TRIES, interv
             last = str(waiting)
         if attempt + 1 < tries:
             sleep(interval_s)
-    raise Refused(f"no sshd host key in guest attribute {ATTRIBUTE} after {int(tries * interval_s)}s (last: {last}); "
-                  "check the guest agent: `gcloud compute instances get-guest-attributes INSTANCE --zone ZONE "
-                  "--query-path=hostkeys/`")
+    raise Refused(
+        f"no sshd host key in guest attribute {ATTRIBUTE} after {int(tries * interval_s)}s (last: {last}); "
+        "check the guest agent: `gcloud compute instances get-guest-attributes INSTANCE --zone ZONE "
+        "--query-path=hostkeys/`"
+    )
 
 
 def http_fetch(url: str, token: str) -> tuple[int, bytes]:
@@ -119,8 +131,10 @@ def access_token(environ: dict[str, str], run: Callable[[list[str]], str]) -> st
     except (OSError, subprocess.CalledProcessError):
         token = ""
     if not token:
-        raise Refused("no Google credentials to read the host key: run `gcloud auth application-default login`, "
-                      "or set GOOGLE_OAUTH_ACCESS_TOKEN")
+        raise Refused(
+            "no Google credentials to read the host key: run `gcloud auth application-default login`, "
+            "or set GOOGLE_OAUTH_ACCESS_TOKEN"
+        )
     return token
 
 

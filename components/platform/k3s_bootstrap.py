@@ -37,6 +37,7 @@ def step_logging(step: str) -> command.remote.Logging:
     """
     return command.remote.Logging.STDERR if step in SECRET_STDOUT else command.remote.Logging.STDOUT_AND_STDERR
 
+
 _TOOLKIT_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 _TOOLKIT_LIST = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
 

@@ -126,7 +126,8 @@ class GpuVm(pulumi.ComponentResource):
             )
         accelerators = (
             [gcp.compute.InstanceGuestAcceleratorArgs(type=args.gpu_type, count=args.gpu_count)]
-            if args.attach_accelerator else None
+            if args.attach_accelerator
+            else None
         )
         public_key = key.public_key_openssh.apply(lambda k: k.strip())
         self.instance = gcp.compute.Instance(
@@ -137,7 +138,8 @@ class GpuVm(pulumi.ComponentResource):
             boot_disk=gcp.compute.InstanceBootDiskArgs(
                 auto_delete=True,
                 initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
-                    image=args.settings.image, size=args.settings.boot_disk_gib,
+                    image=args.settings.image,
+                    size=args.settings.boot_disk_gib,
                     type=boot_disk_type(args.settings.machine_type),
                 ),
             ),

@@ -7,8 +7,7 @@ import yaml
 GKE_AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
 INSTALL_HINT = (
-    "Install gke-gcloud-auth-plugin for use with kubectl and Pulumi: "
-    "gcloud components install gke-gcloud-auth-plugin"
+    "Install gke-gcloud-auth-plugin for use with kubectl and Pulumi: gcloud components install gke-gcloud-auth-plugin"
 )
 
 

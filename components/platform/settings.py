@@ -105,8 +105,10 @@ class HostConfig(Settings):
     def _a_key(cls, value: Any) -> Any:
         # Never quote the value back: it is a secret.
         if not isinstance(value, str) or not value.strip():
-            raise ValueError("empty or not text; set the key's file with `pulumi config set --secret --path "
-                             "gpushare:host.privateKey < ~/.ssh/id_ed25519`")
+            raise ValueError(
+                "empty or not text; set the key's file with `pulumi config set --secret --path "
+                "gpushare:host.privateKey < ~/.ssh/id_ed25519`"
+            )
         return value
 
 

@@ -186,8 +186,11 @@ def render(verification: Mapping[str, Any], expect: Expectation) -> str:
         if verification.get("error"):
             lines += ["", f"The verifier reported an error: {verification['error']}"]
         if verification.get("cut"):
-            lines += ["", f"Parts were shortened to fit; the whole verdict is in {verification.get('wholeVerdict')}"
-                          f" ({verification.get('digest')})."]
+            lines += [
+                "",
+                f"Parts were shortened to fit; the whole verdict is in {verification.get('wholeVerdict')}"
+                f" ({verification.get('digest')}).",
+            ]
     lines += ["", *_asked(expect), "", "## Checks" if passed is None else "## What was seen", ""]
     lines += _checks_table(checks, planned=passed is None)
     if passed is not None:

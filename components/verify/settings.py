@@ -17,8 +17,9 @@ def _pod_prefix(prefix: str) -> str:
     """Pods are `<prefix>-a`/`-b` and their names are label values too: a DNS label of at most 61 characters."""
     validate.dns_label(prefix, "Pod name prefix")
     if len(prefix) > 61:
-        raise ValueError(f"{len(prefix)} characters: the Pod names <prefix>-a are label values (at most 63); "
-                         "shorten it to 61")
+        raise ValueError(
+            f"{len(prefix)} characters: the Pod names <prefix>-a are label values (at most 63); shorten it to 61"
+        )
     return prefix
 
 

@@ -141,6 +141,7 @@ def module_command(module: str, *args: str) -> list[str]:
 
 def neighbour_commands(steps: neighbour_phases.Phases, pod: Literal["a", "b"]) -> list[list[str]]:
     """The fault and bandwidth steps: Pod A the neighbour that measures, Pod B the one that faults, then hogs."""
+
     def s(value: float) -> str:
         return f"{value:g}"
 
@@ -241,9 +242,11 @@ def proof_pod_spec(
         container["resources"] = {"limits": dict(request.limits)}
     if request.privileged:
         container["securityContext"] = {"privileged": True}
-    containers = [container] if request.containers == 1 else [
-        {**container, "name": f"{container['name']}-{i}"} for i in range(request.containers)
-    ]
+    containers = (
+        [container]
+        if request.containers == 1
+        else [{**container, "name": f"{container['name']}-{i}"} for i in range(request.containers)]
+    )
     spec: dict[str, Any] = {
         "schedulerName": request.scheduler_name,
         "restartPolicy": "Never",

@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     for cores in [int(c) for c in args.pairs.split(",") if c]:
         results: dict[str, dict[str, Any]] = {}
         envs = {pod: env_for(lib, cores, out / f"pair-{cores}-{pod}.cache") for pod in ("a", "b")}
+
         def measure(pod: str, results: dict[str, Any] = results, envs: dict[str, Any] = envs) -> None:
             results[pod] = compute(limited, envs[pod])
 

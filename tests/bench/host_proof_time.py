@@ -49,8 +49,11 @@ def against_target(pods: float | None) -> str:
     if pods is None:
         return "Pods –: not recorded"
     left = round(POD_TARGET_S - pods, 1)
-    verdict = f"within the {POD_TARGET_S:g} s target ({left:g} s to spare)" if left >= 0 else \
-        f"{-left:g} s over the {POD_TARGET_S:g} s target"
+    verdict = (
+        f"within the {POD_TARGET_S:g} s target ({left:g} s to spare)"
+        if left >= 0
+        else f"{-left:g} s over the {POD_TARGET_S:g} s target"
+    )
     return f"Pods {pods:g} s: {verdict}"
 
 

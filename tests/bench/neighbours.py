@@ -93,8 +93,26 @@ def one_setup(setup: str, lib: str, out: Path, mps: dict[str, str] | None) -> di
 
 
 def _memory(env: dict[str, str], *args: str) -> dict[str, Any]:
-    code, out, err = run_process(probe("memory", ["--expect-limit-mib", "4000", "--hold-mib", "1024", "--hold-seconds",
-                                                  "0", "--extra-mib", "3500", "--sweep-gib", "", *args]), env, 180)
+    code, out, err = run_process(
+        probe(
+            "memory",
+            [
+                "--expect-limit-mib",
+                "4000",
+                "--hold-mib",
+                "1024",
+                "--hold-seconds",
+                "0",
+                "--extra-mib",
+                "3500",
+                "--sweep-gib",
+                "",
+                *args,
+            ],
+        ),
+        env,
+        180,
+    )
     return probe_results(out).get("memory") or {"ok": False, "error": f"exit {code}: {err[-300:]}"}  # fmt: skip
 
 

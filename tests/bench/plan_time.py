@@ -35,8 +35,14 @@ def time_plan(stack: str, *args: str, env: dict[str, str] | None = None) -> tupl
     """(wall seconds, CPU seconds) of one `python -m components.plan` run."""
     before = os.times()
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "components.plan", stack, *args], cwd=ROOT, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "components.plan", stack, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     if done.returncode:  # a stack's warnings stay out of the table; a failure shows why
         sys.exit(f"{stack} {' '.join(args)[:80]}: exit {done.returncode}\n{done.stderr}")
     wall = time.perf_counter() - start
@@ -57,17 +63,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--target", type=float, default=2.0, help="seconds the median should not exceed")
-    parser.add_argument("--nodes", type=int, nargs="*", default=[5000],
-                        help="GPU node counts of the large plans (none: skip them)")
+    parser.add_argument(
+        "--nodes", type=int, nargs="*", default=[5000], help="GPU node counts of the large plans (none: skip them)"
+    )
     parser.add_argument("--node-runs", type=int, default=1, help="runs per node count and view (median shown)")
-    parser.add_argument("--nodes-target", type=float, default=8.0,
-                        help="seconds the largest node count's plan should not exceed")
+    parser.add_argument(
+        "--nodes-target", type=float, default=8.0, help="seconds the largest node count's plan should not exceed"
+    )
     parser.add_argument("--no-stacks", action="store_true", help="time only the large plans")
     args = parser.parse_args()
     met = True
     print("load average (1, 5, 15 min): " + " ".join(f"{load:.2f}" for load in os.getloadavg()), flush=True)
-    print(f"reference loop: {reference_loop():.2f} s CPU (the same pure-Python work each run: larger when the shared "
-          "host is slower)", flush=True)
+    print(
+        f"reference loop: {reference_loop():.2f} s CPU (the same pure-Python work each run: larger when the shared "
+        "host is slower)",
+        flush=True,
+    )
     if not args.no_stacks:
         print(f"{'stack':<18}{'min s':>7}{'median s':>10}{'max s':>7}{'CPU s':>7}  target ≤ {args.target:g} s")
         for stack in stacks():
@@ -86,8 +97,9 @@ def main() -> int:
         nodes = json.dumps([f"gpu-{i}" for i in range(count)])
         for view in VIEWS:
             shown = [view] if view != "text" else []
-            runs = [time_plan("cluster", "-c", f"gpushare:cluster.gpuNodes={nodes}", *shown)
-                    for _ in range(args.node_runs)]
+            runs = [
+                time_plan("cluster", "-c", f"gpushare:cluster.gpuNodes={nodes}", *shown) for _ in range(args.node_runs)
+            ]
             wall, cpu = statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
             line = f"cluster, {count} GPU nodes, {view}: {wall:.2f} s wall, {cpu:.2f} s CPU (median of {len(runs)})"
             if count == largest:

@@ -29,15 +29,22 @@ REFUSALS = [
 """A refusal by pydantic, by a check across sections, by YAML's types, by the namespaces, by an unknown key."""
 
 
-USER_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-            "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "gpushare-bench-pycache")}
+USER_ENV = {
+    **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "gpushare-bench-pycache"),
+}
 """As a user runs it: bytecode cached after the first run (kept out of the tree), whatever this shell says."""
 
 
 def time_refusal(stack: str, override: str) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "components.plan", stack, "-c", override], cwd=ROOT,
-                          capture_output=True, text=True, env=USER_ENV)
+    done = subprocess.run(
+        [sys.executable, "-m", "components.plan", stack, "-c", override],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=USER_ENV,
+    )
     elapsed = time.perf_counter() - start
     if done.returncode != 2 or len(done.stderr.strip().splitlines()) != 1:
         raise SystemExit(f"{stack} -c {override}: expected one refusal line, got {done.returncode}: {done.stderr}")

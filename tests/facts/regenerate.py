@@ -64,8 +64,10 @@ def chart_facts(values_yaml: Path) -> dict[str, Any]:
 
 
 def oom_lines(seeds: Path) -> dict[str, Any]:
-    lines = {seed.name: [line for line in seed.read_text().splitlines()
-                         if line.startswith("[HAMI-core") and "OOM" in line] for seed in sorted(seeds.glob("*.md"))}
+    lines = {
+        seed.name: [line for line in seed.read_text().splitlines() if line.startswith("[HAMI-core") and "OOM" in line]
+        for seed in sorted(seeds.glob("*.md"))
+    }
     return {"from": "../shared/seeds/*.md", "lines": {name: found for name, found in lines.items() if found}}
 
 
@@ -87,8 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail on a difference instead of writing")
     args = parser.parse_args(argv)
     if not (args.shared / "reference" / "charts").is_dir() or not (args.shared / "seeds").is_dir():
-        print(f"error: {args.shared} has no reference/charts/ and seeds/; give the shared folder with --shared",
-              file=sys.stderr)
+        print(
+            f"error: {args.shared} has no reference/charts/ and seeds/; give the shared folder with --shared",
+            file=sys.stderr,
+        )
         return 2
     files = rendered(args.shared)
     if args.check:

@@ -20,8 +20,14 @@ from components.plan_view.golden import GOLDEN_DIR
 GOLDEN = GOLDEN_DIR
 
 MIRROR_HOST = "harbor.example.com"
-MIRROR_PROJECTS = {"docker.io": "dockerhub", "nvcr.io": "nvcr", "ghcr.io": "ghcr", "registry.k8s.io": "k8s",
-                   "reg.kyverno.io": "kyverno", "registry.cn-hangzhou.aliyuncs.com": "aliyun"}
+MIRROR_PROJECTS = {
+    "docker.io": "dockerhub",
+    "nvcr.io": "nvcr",
+    "ghcr.io": "ghcr",
+    "registry.k8s.io": "k8s",
+    "reg.kyverno.io": "kyverno",
+    "registry.cn-hangzhou.aliyuncs.com": "aliyun",
+}
 """Each upstream registry's mirror project."""
 
 
@@ -37,8 +43,10 @@ def chart_sources(stack: str) -> list[str]:
     """Every chart the stack installs from oci://harbor.example.com/charts."""
     from components.config import alias
 
-    return [f"gpushare:chartSources.{alias(chart)}.repository=oci://{MIRROR_HOST}/charts"
-            for chart in _config(stack).chart_pins()]
+    return [
+        f"gpushare:chartSources.{alias(chart)}.repository=oci://{MIRROR_HOST}/charts"
+        for chart in _config(stack).chart_pins()
+    ]
 
 
 def registry_mirrors(stack: str) -> str:
@@ -86,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         old = path.read_text() if path.exists() else ""
         if old != fresh:
             drift = True
-            sys.stdout.writelines(difflib.unified_diff(
-                old.splitlines(True), fresh.splitlines(True), f"golden/{name}.json", f"planned/{name}.json"))
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    old.splitlines(True), fresh.splitlines(True), f"golden/{name}.json", f"planned/{name}.json"
+                )
+            )
     return 1 if drift else 0
 
 

@@ -35,7 +35,7 @@ def section(page_text: str, title: str, level: int = 2) -> str:
     start = page_text.index(f"\n{marks} {title}") + 1
     body = page_text.index("\n", start)
     end = re.search(rf"^#{{1,{level}}} ", page_text[body:], re.M)
-    return page_text[start:body + end.start()] if end else page_text[start:]
+    return page_text[start : body + end.start()] if end else page_text[start:]
 
 
 def outside_code(page_text: str) -> str:

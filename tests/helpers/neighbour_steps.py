@@ -38,8 +38,9 @@ def expectation(run: str) -> Expectation:
     return dataclasses.replace(planned, checks=(*planned.checks, "fault-isolation"))
 
 
-def run(name: str, edit: Callable[[dict[str, dict[str, Any]]], None] | None = None) -> tuple[Expectation,
-                                                                                            dict[str, Any]]:
+def run(
+    name: str, edit: Callable[[dict[str, dict[str, Any]]], None] | None = None
+) -> tuple[Expectation, dict[str, Any]]:
     """(expectation, evidence) of a recorded run, its probe results first edited by `edit` (pod → probe → result)."""
     results = outputs(name)
     if edit is not None:

@@ -84,7 +84,7 @@ KAI_GKE = SharingProof(
     notes=("The proof Pods on GKE run privileged to see the GPU devices: no multi-tenant boundary.",),
 )  # fmt: skip
 
-PROGRAM = '''
+PROGRAM = """
 import json
 from pathlib import Path
 
@@ -110,7 +110,7 @@ contract = proof_from_json(json.loads((Path(__file__).parent / "proof.json").rea
 sharing = SharingSetup(proof=contract, ready=[sharing_ready])
 for name, value in proof(cfg, cluster, sharing).outputs.items():
     pulumi.export(name, value)
-'''
+"""
 
 
 def proof_to_json(proof: SharingProof) -> dict[str, Any]:

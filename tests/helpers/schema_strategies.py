@@ -55,8 +55,11 @@ def wrong(schema: Schema) -> st.SearchStrategy[Any]:
     """Values a leaf of this kind must refuse: an int's float, string or bool; a number's string; a time's local
     time (no zone); a string's number; a bool's 0 or 1."""
     if isinstance(schema, Int):
-        return st.floats(allow_nan=False, allow_infinity=False).map(lambda x: float(int(x) if abs(x) < 1e15 else 1)) \
-            | st.integers().map(str) | st.booleans()
+        return (
+            st.floats(allow_nan=False, allow_infinity=False).map(lambda x: float(int(x) if abs(x) < 1e15 else 1))
+            | st.integers().map(str)
+            | st.booleans()
+        )
     if isinstance(schema, Num):
         return st.integers(0, 10**6).map(str) | st.booleans()
     if isinstance(schema, Time):

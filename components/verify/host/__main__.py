@@ -45,8 +45,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--hold-seconds", type=int, help="each Pod's hold, instead of the stack's verify.holdSeconds")
     p.add_argument("--compute-seconds", type=float, help="the judged window per shape (default 20)")
     p.add_argument("--stagger", type=float, default=0.0, help="start each next Pod this many seconds after A")
-    p.add_argument("--compute-shapes", default="", help="comma list of the kernel shapes to measure (default: all;"
-                   " short_many alone is the one compute-limited judges)")
+    p.add_argument(
+        "--compute-shapes",
+        default="",
+        help="comma list of the kernel shapes to measure (default: all;"
+        " short_many alone is the one compute-limited judges)",
+    )
     p.add_argument("--workdir", help="cache files, the baseline, MPS pipes (default: a fresh temp dir)")
     p.add_argument("--device", type=int, default=0, metavar="N",
                    help="the card the proof Pods share (nvidia-smi's index); with several cards a whole-card process"
@@ -60,8 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     gpu = {} if args.write_expect else card()
     if "error" in gpu:  # said once, before planning, rather than by every check that then has nothing to measure
         reason = (str(gpu["error"]).splitlines() or ["no answer"])[0]
-        print(f"error: this host has no NVIDIA GPU the proof can use (nvidia-smi: {reason}); run it on a GPU host "
-              "with the driver installed", file=sys.stderr)
+        print(
+            f"error: this host has no NVIDIA GPU the proof can use (nvidia-smi: {reason}); run it on a GPU host "
+            "with the driver installed",
+            file=sys.stderr,
+        )
         return 2
     try:
         host = expectation.load(args.expect) if args.expect else expectation.host_plan(stack, args.config)

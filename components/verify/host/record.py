@@ -76,10 +76,12 @@ def neighbour_note(record: Path) -> str:
     """Where the comparison's last two rows come from, where the record has them."""
     if not neighbours.runs(record, _judged_expectation):
         return ""
-    return ("\nThe last two rows are the `cluster` host proof with the fault and bandwidth steps first in each Pod (the"
-            " same quotas; [host-proof/h200/neighbour-steps/](host-proof/h200/neighbour-steps/README.md)), judged by"
-            " this judge: `fault-isolation` and the `bandwidth-neighbour` finding. Nothing here isolates memory"
-            " bandwidth; only MIG does.\n")
+    return (
+        "\nThe last two rows are the `cluster` host proof with the fault and bandwidth steps first in each Pod (the"
+        " same quotas; [host-proof/h200/neighbour-steps/](host-proof/h200/neighbour-steps/README.md)), judged by"
+        " this judge: `fault-isolation` and the `bandwidth-neighbour` finding. Nothing here isolates memory"
+        " bandwidth; only MIG does.\n"
+    )
 
 
 def neighbour_table(record: Path) -> str:
