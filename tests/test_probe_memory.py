@@ -481,7 +481,7 @@ def test_a_neighbour_charged_in_full_shows_the_uncharged_pod_even_when_its_contr
 def test_nvml_counts_a_process_by_its_pid_and_not_one_it_does_not_list() -> None:
     from tests.helpers.probes import load_probe
 
-    cuda = load_probe("_cuda")
+    cuda = load_probe("cuda")
 
     def listed(_handle: Any, count: Any, infos: Any) -> int:
         count._obj.value = 2

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from components.incluster import bandwidth, fault, timeline
-from components.incluster._cuda import CudaError
-from components.incluster.schema import validate
-from components.incluster.step_schema import BANDWIDTH, FAULT
+from components.incluster.evidence.schema import validate
+from components.incluster.evidence.step_schema import BANDWIDTH, FAULT
+from components.incluster.probes import bandwidth, fault, timeline
+from components.incluster.probes.cuda import CudaError
 from components.verify import phases
 from tests.conftest import ROOT
 
@@ -220,7 +220,7 @@ def test_a_delay_outside_the_window_is_refused(capsys: pytest.CaptureFixture[str
 
 def test_the_fault_probe_as_a_module_without_libcuda_prints_its_json_with_the_childs_pid(tmp_path: Any) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    argv = [sys.executable, "-m", "components.incluster.fault", "--json", "--role", "faulter", "--window", "2",
+    argv = [sys.executable, "-m", "components.incluster.probes.fault", "--json", "--role", "faulter", "--window", "2",
             "--delay", "1"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     last = json.loads(done.stdout.strip().splitlines()[-1])
@@ -298,7 +298,7 @@ def _recorded() -> list[tuple[str, dict[str, Any]]]:
 @pytest.mark.parametrize("role", ["neighbour", "faulter"])
 def test_the_fault_probe_prints_the_keys_it_printed_on_the_h200_and_the_pod_it_ran_in(role: str, tmp_path: Any) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1"), "GPUSHARE_POD_NAME": "gpushare-proof-a"}
-    argv = [sys.executable, "-m", "components.incluster.fault", "--json", "--role", role, "--window", "1",
+    argv = [sys.executable, "-m", "components.incluster.probes.fault", "--json", "--role", role, "--window", "1",
             "--delay", "0.5"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     line = json.loads(done.stdout.strip().splitlines()[-1])
@@ -315,7 +315,7 @@ def test_the_bandwidth_probe_prints_the_keys_it_printed_on_the_h200_and_the_pod_
     role: str, tmp_path: Any
 ) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    argv = [sys.executable, "-m", "components.incluster.bandwidth", "--json", "--role", role, "--window", "1",
+    argv = [sys.executable, "-m", "components.incluster.probes.bandwidth", "--json", "--role", role, "--window", "1",
             "--delay", "0.2", "--hog-seconds", "0.5"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     line = json.loads(done.stdout.strip().splitlines()[-1])

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import cross_card, escape
-from .check_compute import under_delivered
-from .check_neighbours import bandwidth_finding, bandwidth_planned
-from .check_rule import library_mapped, preloaded
-from .checks import REGISTRY
-from .evidence import probe_error
+from .checks import cross_card, escape
+from .checks.compute import under_delivered
+from .checks.neighbours import bandwidth_finding, bandwidth_planned
+from .checks.registry import REGISTRY
+from .checks.rule import library_mapped, preloaded
+from .evidence.pods import probe_error
+from .evidence.record import Record
 from .expectation import Expectation, PodTry
-from .record import Record
 
 FINDING_KEYS = ("id", "tried", "observed", "bypassed", "why")
 """Every finding carries these (`why` only when `bypassed` is null); `pod` and `probe` say where it came from."""

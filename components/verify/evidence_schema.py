@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.incluster.object_schema import EVIDENCE, POD
-from components.incluster.probe_schema import COMPUTE, MEMORY
-from components.incluster.schema import Arr, Field, Int, Num, Obj, Schema
-from components.incluster.step_schema import BANDWIDTH, FAULT
+from components.incluster.evidence.object_schema import EVIDENCE, POD
+from components.incluster.evidence.probe_schema import COMPUTE, MEMORY
+from components.incluster.evidence.schema import Arr, Field, Int, Num, Obj, Schema
+from components.incluster.evidence.step_schema import BANDWIDTH, FAULT
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "docs" / "evidence"

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.incluster import escape
-from components.incluster.checks import REGISTRY
+from components.incluster.checks import escape
+from components.incluster.checks.registry import REGISTRY
 from components.incluster.expectation import Expectation
 from components.verify.phases import Phases
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .check_rule import MIB, Check, Judgement, Rule, env_problems, verdict
-from .expectation import Expectation
-from .record import Record
+from ..evidence.record import Record
+from ..expectation import Expectation
+from .rule import MIB, Check, Judgement, Rule, env_problems, verdict
 
 # ---------------------------------------------------------------- monitor-metrics
 

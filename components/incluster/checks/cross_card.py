@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .devices import Devices
-from .evidence import probe_error
-from .expectation import PodTry
+from ..evidence.devices import Devices
+from ..evidence.pods import probe_error
+from ..expectation import PodTry
 
 TRY_ID = "cross-card"
 TRIED = ("a process with the proof Pods' quota env naming the shared card (NVIDIA_VISIBLE_DEVICES and its device-0"

@@ -17,12 +17,12 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..expectation import Expectation
 from . import ties
 from .devices import Devices, devices
-from .evidence import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
-from .expectation import Expectation
 from .object_schema import AUDIT, NODE, POD
 from .parse import parse_allocation, parse_metrics, parse_node_register, parse_nvidia_smi_memory
+from .pods import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
 from .probe_schema import OOM_LINE
 from .probe_schema import PROBES as RESULTS
 from .schema import validate

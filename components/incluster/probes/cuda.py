@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from .devices import is_device_limit
+from ..evidence.devices import is_device_limit
 
 MIB = 1 << 20
 RESULT_FILE_LIMIT = 4096

@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .check_cards import (
+from ..evidence.pods import probe_error
+from ..evidence.record import Record
+from ..expectation import Expectation
+from .cards import (
     device_limit_problems,
     own_index,
     register_problems,
@@ -17,19 +20,7 @@ from .check_cards import (
     whole_card_problems,
     whole_card_text,
 )
-from .check_rule import (
-    MAX_CONTEXT_OVERHEAD_MIB,
-    Check,
-    Judgement,
-    Rule,
-    env_problems,
-    env_text,
-    everywhere,
-    verdict,
-)
-from .evidence import probe_error
-from .expectation import Expectation
-from .record import Record
+from .rule import MAX_CONTEXT_OVERHEAD_MIB, Check, Judgement, Rule, env_problems, env_text, everywhere, verdict
 
 # ---------------------------------------------------------------- same-gpu
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .check_rule import Check, Judgement, Rule, everywhere, not_ok
-from .expectation import Expectation
-from .fault import END_MARGIN_S, EXPECTED_ERROR
-from .record import Record
-from .strict import instant
-from .timeline import around, split
+from ..evidence.record import Record
+from ..evidence.strict import instant
+from ..expectation import Expectation
+from ..probes.fault import END_MARGIN_S, EXPECTED_ERROR
+from ..probes.timeline import around, split
+from .rule import Check, Judgement, Rule, everywhere, not_ok
 
 FAULT_ISOLATION_ID = "fault-isolation"
 BANDWIDTH_FINDING_ID = "bandwidth-neighbour"

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import provenance
-from ._cuda import Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
+from .cuda import Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
 from .timeline import Recorder, iso
 
 # tick: each thread stores its index (a launch that does next to nothing, so the rate is the launch rate);

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import provenance
-from ._cuda import (
+from .cuda import (
     MIB,
     Cuda,
     CudaError,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import provenance
-from ._cuda import MIB, Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
+from .cuda import MIB, Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
 from .fault import ENV_KEYS, HAMI_KEYS, sleep_until, timed_loop
 from .timeline import iso, stats, whole_seconds
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .check_rule import (
+from ..evidence.pods import probe_error
+from ..evidence.record import Record
+from ..expectation import Expectation
+from .rule import (
     MIN_COMPUTE_SECONDS,
     Check,
     Judgement,
@@ -22,9 +25,6 @@ from .check_rule import (
     preloaded,
     verdict,
 )
-from .evidence import probe_error
-from .expectation import Expectation
-from .record import Record
 
 # ---------------------------------------------------------------- compute-limited
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .check_rule import MAX_CONTEXT_OVERHEAD_MIB
-from .devices import MEMORY_LIMIT_PREFIX, Card, Devices, device_uuid
-from .evidence import probe_error
-from .expectation import Expectation
-from .record import Record
+from ..evidence.devices import MEMORY_LIMIT_PREFIX, Card, Devices, device_uuid
+from ..evidence.pods import probe_error
+from ..evidence.record import Record
+from ..expectation import Expectation
+from .rule import MAX_CONTEXT_OVERHEAD_MIB
 
 
 def _listed(cards: tuple[Card, ...]) -> str:

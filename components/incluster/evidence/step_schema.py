@@ -11,10 +11,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..probes.timeline import stats, whole_seconds
 from .probe_schema import ENV, MECHANISM, PRELOAD, PROVENANCE, UUID
 from .schema import Arr, Bool, Field, Int, Invariant, Maybe, Num, Obj, Schema, Str, Time
 from .strict import duplicates, instant
-from .timeline import stats, whole_seconds
 
 LAUNCHES, GBPS = "launches/s", "GB/s"
 STAMP_S = 0.002

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import provenance
-from ._cuda import MIB, Cuda, ProbeError, captured_stderr, finding, open_nvml
+from .cuda import MIB, Cuda, ProbeError, captured_stderr, finding, open_nvml
 
 CHILD_TIMEOUT_S = 90
 CHARGE_TOLERANCE_MIB = 8

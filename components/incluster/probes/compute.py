@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import provenance
-from ._cuda import (
+from .cuda import (
     Cuda,
     ProbeError,
     finding,

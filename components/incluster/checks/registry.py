@@ -19,13 +19,13 @@ Standard library only.
 
 from __future__ import annotations
 
-from .check_compute import COMPUTE_LIMITED
-from .check_library import MONITOR_METRICS, PRELOAD_MECHANISM
-from .check_memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
-from .check_neighbours import FAULT_ISOLATION
-from .check_overcommit import OVERCOMMIT_REJECTED
-from .check_placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION
-from .check_rule import Check
+from .compute import COMPUTE_LIMITED
+from .library import MONITOR_METRICS, PRELOAD_MECHANISM
+from .memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
+from .neighbours import FAULT_ISOLATION
+from .overcommit import OVERCOMMIT_REJECTED
+from .placement import QUOTA_INJECTION, SAME_GPU, VIEW_ISOLATION
+from .rule import Check
 
 CHECKS: tuple[Check, ...] = (
     SAME_GPU,

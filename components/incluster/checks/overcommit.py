@@ -10,11 +10,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .check_rule import Check, Judgement, Rule, verdict
-from .evidence import HAMI_BIND_ANNOTATIONS
-from .expectation import Expectation
-from .record import Record
-from .strict import instant
+from ..evidence.pods import HAMI_BIND_ANNOTATIONS
+from ..evidence.record import Record
+from ..evidence.strict import instant
+from ..expectation import Expectation
+from .rule import Check, Judgement, Rule, verdict
 
 # ---------------------------------------------------------------- overcommit-rejected
 

@@ -7,8 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .check_refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
-from .check_rule import (
+from ..evidence.pods import probe_error
+from ..evidence.record import Record
+from ..evidence.strict import instant
+from ..expectation import Expectation
+from .refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
+from .rule import (
     MAX_CONTEXT_OVERHEAD_MIB,
     SEARCH_STEP_MIB,
     Check,
@@ -19,10 +23,6 @@ from .check_rule import (
     not_ok,
     verdict,
 )
-from .evidence import probe_error
-from .expectation import Expectation
-from .record import Record
-from .strict import instant
 
 # ---------------------------------------------------------------- memory-enforced
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .check_rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
-from .expectation import Expectation
-from .parse import parse_oom_lines
-from .record import Record
+from ..evidence.parse import parse_oom_lines
+from ..evidence.record import Record
+from ..expectation import Expectation
+from .rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
 
 OUT_OF_MEMORY = "CUDA_ERROR_OUT_OF_MEMORY"
 """What cuMemAlloc returns when HAMi-core (or MPS's pinned limit) refuses; any other error is something else."""

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .evidence import probe_error
-from .expectation import MECHANISMS, Expectation
-from .record import Record
+from ..evidence.pods import probe_error
+from ..evidence.record import Record
+from ..expectation import MECHANISMS, Expectation
 
 MIB = 1 << 20
 MIN_COMPUTE_SECONDS = 20
