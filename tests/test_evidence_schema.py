@@ -18,10 +18,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from components.incluster import judge
+from components.incluster.evidence.bandwidth_schema import BANDWIDTH
+from components.incluster.evidence.compute_schema import COMPUTE
+from components.incluster.evidence.fault_schema import FAULT
+from components.incluster.evidence.memory_schema import MEMORY
 from components.incluster.evidence.object_schema import EVENT, NODE, POD, WATCH_ENTRY
-from components.incluster.evidence.probe_schema import COMPUTE, MEMORY, PROVENANCE
+from components.incluster.evidence.probe_fields import PROVENANCE
 from components.incluster.evidence.schema import invariants, validate
-from components.incluster.evidence.step_schema import BANDWIDTH, FAULT
 from components.incluster.evidence.strict import NotJudgeable
 from components.verify import evidence_schema
 from components.verify.host import neighbours, record

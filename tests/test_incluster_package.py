@@ -144,7 +144,7 @@ def test_a_probe_runs_as_a_module_of_the_planned_mount_and_prints_its_json(
 
 
 def test_the_memory_probes_child_runs_as_a_module_of_the_planned_mount(pod_root: Path, tmp_path: Path) -> None:
-    argv = incluster.pod_command("probes.memory_findings", "--child", "view", "--child-mib", "0")[1:]
+    argv = incluster.pod_command("probes.memory_child", "--child", "view", "--child-mib", "0")[1:]
     done = run_stdlib(argv, pod_root, tmp_path)
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert done.returncode == 1 and answer["ok"] is False and "cannot load" in answer["error"], done.stderr

@@ -1,8 +1,9 @@
 """Judging the proof: the expectation and the recorded evidence → checks, findings and ghost quota.
 
 Pure functions, standard library only: the same file runs inside the verifier Pod and in the tests. Nothing here
-reads a file, the network or the clock. The evidence is read once into the record (record.py); every check comes
-from checks.CHECKS and reads only the record: a part it reads that is not judgeable fails it with the reason.
+reads a file, the network or the clock. The evidence is read once into the record (evidence/record.py); every check
+comes from checks/registry.CHECKS and reads only the record: a part it reads that is not judgeable fails it with the
+reason.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from .checks import cross_card, escape
 from .checks.compute import under_delivered
 from .checks.neighbours import bandwidth_finding, bandwidth_planned
 from .checks.registry import REGISTRY
-from .checks.rule import library_mapped, preloaded
-from .evidence.pods import probe_error
+from .checks.rule import library_mapped, preloaded, probe_error
 from .evidence.record import Record
 from .expectation import Expectation, PodTry
 

@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.incluster.evidence.bandwidth_schema import BANDWIDTH
+from components.incluster.evidence.compute_schema import COMPUTE
+from components.incluster.evidence.fault_schema import FAULT
+from components.incluster.evidence.memory_schema import MEMORY
 from components.incluster.evidence.object_schema import EVIDENCE, POD
-from components.incluster.evidence.probe_schema import COMPUTE, MEMORY
 from components.incluster.evidence.schema import Arr, Field, Int, Num, Obj, Schema
-from components.incluster.evidence.step_schema import BANDWIDTH, FAULT
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "docs" / "evidence"

@@ -1,9 +1,9 @@
 """Several cards per node: which card each Pod was given, which it sees, and which its limits name.
 
-What same-gpu, quota-injection and view-isolation judge beyond one card (check_placement.py calls these): the
+What same-gpu, quota-injection and view-isolation judge beyond one card (placement.py calls these): the
 proof Pods share the card `sharedCardIndex` names (and its UUID, where `pulumi up` read it), each carries the pin
 to it, and none sees or is limited on a card it was not given; a whole-GPU Pod is judged on its own card.
-Everything read here was parsed once by the record (record.py, devices.py). Standard library only.
+Everything read here was parsed once by the record (evidence/record.py, evidence/devices.py). Standard library only.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..evidence.devices import MEMORY_LIMIT_PREFIX, Card, Devices, device_uuid
-from ..evidence.pods import probe_error
 from ..evidence.record import Record
 from ..expectation import Expectation
-from .rule import MAX_CONTEXT_OVERHEAD_MIB
+from .rule import MAX_CONTEXT_OVERHEAD_MIB, probe_error
 
 
 def _listed(cards: tuple[Card, ...]) -> str:
@@ -38,11 +37,11 @@ def visible_problems(name: str, uuid: str, view: Devices, index: int) -> list[st
                             " was given more than the one card it shares")  # fmt: skip
     if view.cuda_visible:
         text = _listed(view.cuda_visible)
-        others = [c.entry for c in view.cuda_visible
-                  if (c.uuid is not None and not uuid.startswith(c.uuid)) or (c.index is not None and c.index != index)
-                  or c.word is not None]  # fmt: skip
-        if others or len(view.cuda_visible) > 1:
-            problems.append(f"Pod {name}: CUDA_VISIBLE_DEVICES={text} shows CUDA {', '.join(others) or 'more cards'}"
+        reached = [c.entry for c in view.cuda_visible
+                   if (c.uuid is not None and not uuid.startswith(c.uuid)) or (c.index is not None and c.index != index)
+                   or c.word is not None]  # fmt: skip
+        if reached or len(view.cuda_visible) > 1:
+            problems.append(f"Pod {name}: CUDA_VISIBLE_DEVICES={text} shows CUDA {', '.join(reached) or 'more cards'}"
                             f" beside {uuid} (card {index}): it reaches a card it was not given")  # fmt: skip
     return problems
 
@@ -105,10 +104,10 @@ def device_limit_problems(rec: Record, name: str, result: Mapping[str, Any]) -> 
             problems.append(f"Pod {name}: {key}{value} is a quota for its device {index}, {other}, beside {given}, the"
                             " card it was given: the Pod was given a second card")  # fmt: skip
     if e.system == "hami":
-        for index, value in view.memory_limits.items():
-            if index is not None and index < len(allocated) and value != f"{allocated[index]['memMiB']}m":
-                problems.append(f"Pod {name}: {MEMORY_LIMIT_PREFIX}_{index}={value}, its {e.allocation_annotation}"
-                                f" gives device {index} ({allocated[index]['uuid']}) {allocated[index]['memMiB']} MiB:"
+        for i, value in view.memory_limits.items():
+            if i is not None and i < len(allocated) and value != f"{allocated[i]['memMiB']}m":
+                problems.append(f"Pod {name}: {MEMORY_LIMIT_PREFIX}_{i}={value}, its {e.allocation_annotation}"
+                                f" gives device {i} ({allocated[i]['uuid']}) {allocated[i]['memMiB']} MiB:"
                                 " the env and the allocation disagree")  # fmt: skip
     return problems
 
@@ -116,13 +115,14 @@ def device_limit_problems(rec: Record, name: str, result: Mapping[str, Any]) -> 
 def register_problems(rec: Record, node: str, devices: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """On a node of several cards the register annotation lists the Pods' card with the shared card's index, and
     lists that index for the UUID the Pods were pinned to (HAMi v2.9.0 plugin/register.go:105-111)."""
-    e, reg, problems = rec.expect, rec.expect.node_registration, []
+    e, reg = rec.expect, rec.expect.node_registration
+    problems: list[str] = []
     index = e.shared_card_index
     if reg is None or index is None or not devices:
         return problems
     for name in rec.names:
         uuid = (rec.memory(name) or {}).get("gpu_uuid")
-        if rec.node_of(name) == node and uuid in devices and devices[uuid]["index"] != index:
+        if rec.node_of(name) == node and uuid is not None and uuid in devices and devices[uuid]["index"] != index:
             problems.append(f"node {node}: {reg.annotation} registers {uuid} of Pod {name} as card"
                             f" {devices[uuid]['index']}, the proof shares card {index}")  # fmt: skip
     at_index = [i for i, d in devices.items() if d["index"] == index]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence.pods import probe_error
 from ..evidence.record import Record
 from ..expectation import Expectation
 from .rule import (
@@ -23,6 +22,7 @@ from .rule import (
     library_mapped,
     not_ok,
     preloaded,
+    probe_error,
     verdict,
 )
 
@@ -107,7 +107,7 @@ SHARE_ROUNDING = 0.0051
 """The probe rounds a share to 3 places: a reported share further than this from its two means is not theirs."""
 GRID_KEYS = ("blocks", "threads", "iters")
 """A shape's own figures (timeline, mean, extremes, launches) agree with each other, or the record refused them
-(probe_schema.shape-agrees-with-its-timeline): here the shapes are compared with each other and the plan."""
+(compute_schema's shape-agrees-with-its-timeline): here the shapes are compared with each other and the plan."""
 NO_LIMIT = {
     "hami-core": ("GPU_CORE_UTILIZATION_POLICY", "disable"),
     "mps": ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"),

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..evidence.devices import Devices
-from ..evidence.pods import probe_error
 from ..expectation import PodTry
+from .rule import probe_error
 
 TRY_ID = "cross-card"
 TRIED = ("a process with the proof Pods' quota env naming the shared card (NVIDIA_VISIBLE_DEVICES and its device-0"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence.pods import probe_error
 from ..expectation import PodTry
+from .rule import probe_error
 
 TRY_ID = "visible-devices-all"
 ENV = {"NVIDIA_VISIBLE_DEVICES": "all"}

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence.pods import probe_error
 from ..evidence.record import Record
 from ..evidence.strict import instant
 from ..expectation import Expectation
@@ -21,6 +20,7 @@ from .rule import (
     enforces_nothing,
     library_absent,
     not_ok,
+    probe_error,
     verdict,
 )
 
@@ -110,7 +110,7 @@ def _memory_hami_core(rec: Record) -> Judgement:
                 f"Pod {name}: refused at {largest} MiB, {e.limit_mib - float(largest):.0f} MiB below the quota,"
                 f" more than its {context} MiB context: something else than the quota refused it"
             )
-        elif float(largest) > int(free) + SEARCH_STEP_MIB:
+        elif free is not None and float(largest) > int(free) + SEARCH_STEP_MIB:
             problems.append(f"Pod {name}: a single {largest} MiB allocation fitted where the view showed {free} MiB"
                             " free: the view and the allocator disagree")  # fmt: skip
         _sweep(e, name, r, seen, problems)
@@ -214,7 +214,8 @@ def _holds(rec: Record, name: str, r: Mapping[str, Any]) -> list[tuple[float, fl
 
 def _neighbor_isolation(rec: Record) -> Judgement:
     e = rec.expect
-    results, problems = rec.memories(), []
+    results = rec.memories()
+    problems: list[str] = []
     seen = []
     spans = {}
     for name, r in results.items():

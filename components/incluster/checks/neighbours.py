@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..evidence.fault_schema import EXPECTED_ERROR, planned_end
 from ..evidence.record import Record
 from ..evidence.strict import instant
+from ..evidence.timeline import around, split
 from ..expectation import Expectation
-from ..probes.fault import END_MARGIN_S, EXPECTED_ERROR
-from ..probes.timeline import around, split
 from .rule import Check, Judgement, Rule, everywhere, not_ok
 
 FAULT_ISOLATION_ID = "fault-isolation"
@@ -73,8 +73,7 @@ def _landed(a: str, n: Mapping[str, Any], f: Mapping[str, Any]) -> tuple[dict[st
                 f"not judgeable: Pod {a} died with {n['cuda_error']} at {n['cuda_error_at']}, before the"
                 f" fault at {fault_at}: its death is not the fault's",
             )
-        loop_end = instant(n["started_at"], "started_at") + n["window_s"] - END_MARGIN_S
-        if instant(fault_at, "fault_at") + 1 > loop_end:
+        if instant(fault_at, "fault_at") + 1 > planned_end(n):
             return seen, f"not judgeable: {where}: within a second of the loop's planned end, no second after it"
     elif not seen["after"]:
         return (

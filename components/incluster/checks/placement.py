@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..evidence.pods import probe_error
 from ..evidence.record import Record
 from ..expectation import Expectation
 from .cards import (
@@ -20,7 +19,17 @@ from .cards import (
     whole_card_problems,
     whole_card_text,
 )
-from .rule import MAX_CONTEXT_OVERHEAD_MIB, Check, Judgement, Rule, env_problems, env_text, everywhere, verdict
+from .rule import (
+    MAX_CONTEXT_OVERHEAD_MIB,
+    Check,
+    Judgement,
+    Rule,
+    env_problems,
+    env_text,
+    everywhere,
+    probe_error,
+    verdict,
+)
 
 # ---------------------------------------------------------------- same-gpu
 
@@ -41,12 +50,13 @@ def _same_gpu(rec: Record) -> Judgement:
     uuids = {name: r.get("gpu_uuid") for name, r in results.items()}
     nodes = {name: rec.node_of(name) for name in rec.names}
     for name, r in results.items():
-        if not uuids[name]:
+        uuid = uuids[name]
+        if not uuid:
             problems.append(f"Pod {name} reported no GPU UUID{probe_error(r)}")
             continue
         # A privileged container sees every card: device 0 of a multi-GPU node is not the one it was given.
         # Unset (GKE's device plugin mounts device nodes instead) says nothing either way.
-        problems += visible_problems(name, uuids[name], rec.devices(name), own_index(e))
+        problems += visible_problems(name, uuid, rec.devices(name), own_index(e))
     if len({u for u in uuids.values() if u}) > 1:
         problems.append("the Pods are on different GPUs: " + ", ".join(f"{n}={u}" for n, u in uuids.items()))
     placed = {n for n in nodes.values() if n}

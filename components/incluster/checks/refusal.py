@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence.parse import parse_oom_lines
 from ..evidence.record import Record
 from ..expectation import Expectation
 from .rule import MAX_CONTEXT_OVERHEAD_MIB, MIB, SEARCH_STEP_MIB
@@ -30,7 +29,7 @@ def library_lines(rec: Record, name: str, r: Mapping[str, Any]) -> tuple[list[di
     JSON line of the probe's own process is in the log (its children's lines reach only the JSON). The own process
     is the pid the probe reports for itself (provenance); before provenance, the first JSON line's. A line of a
     process that is neither the probe nor its child is not the Pod's refusal: it is not counted."""
-    in_json, in_log, own_pid, foreign = rec.oom_lines(name)
+    in_json, in_log, own_pid, foreign, lines = rec.oom_lines(name)
     problems = []
     unknown = [x for x in in_log if x not in in_json]
     if unknown:
@@ -45,7 +44,6 @@ def library_lines(rec: Record, name: str, r: Mapping[str, Any]) -> tuple[list[di
     if unprinted:
         problems.append(f"Pod {name}: its probe's JSON lists {len(unprinted)} OOM line(s) of its own process that"
                         f" the library never printed in the log ({unprinted[0]!r})")  # fmt: skip
-    lines = parse_oom_lines(in_json)
     if foreign and not lines:
         problems.append(
             f"Pod {name}: its {foreign} HAMi-core OOM line(s) name processes that are neither its probe"

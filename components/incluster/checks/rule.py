@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..evidence.pods import probe_error
 from ..evidence.record import Record
 from ..expectation import MECHANISMS, Expectation
 
@@ -48,6 +47,12 @@ class Check:
             offered = ", ".join(self.rules)
             raise LookupError(f"check {self.id} is not offered by the {mechanism} mechanism (only {offered})")
         return self.rules[mechanism]
+
+
+def probe_error(result: Mapping[str, Any]) -> str:
+    """` (probe error: …)` when the probe reported one, else empty."""
+    error = result.get("error") or result.get("cuda_error")
+    return f" (probe error: {error})" if error else ""
 
 
 def everywhere(rule: Rule) -> dict[str, Rule]:

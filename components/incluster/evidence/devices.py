@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..probes.process import INDEXED, MEMORY_LIMIT_PREFIX, SM_LIMIT_PREFIX
 from .strict import NotJudgeable, shown
 
 VISIBLE_ENV = "NVIDIA_VISIBLE_DEVICES"
@@ -22,8 +23,6 @@ and 1058), KAI's binder its reservation Pod's card (v0.17.0 pkg/binder/plugins/g
 CUDA_VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 """CUDA's own list, which HAMi-core reads as indices to map CUDA devices onto NVML's (src/utils.c:174-192); no
 mechanism sets it in a Pod, the host proof sets it on a host of several cards."""
-MEMORY_LIMIT_PREFIX = "CUDA_DEVICE_MEMORY_LIMIT"
-SM_LIMIT_PREFIX = "CUDA_DEVICE_SM_LIMIT"
 MPS_MEMORY_ENV = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
 WORDS = ("all", "none", "void")
 """What the container toolkit reads in NVIDIA_VISIBLE_DEVICES besides cards: every card, or none."""
@@ -31,9 +30,6 @@ CDI_NAME = re.compile(r"^[a-z0-9.-]+/[a-z0-9.-]+=(.+)$")
 """`k8s.device-plugin.nvidia.com/gpu=<id>`: KAI's binder under a CDI device plugin (gpu_sharing.go:25 and 52-55)."""
 UUID = re.compile(r"^(GPU|MIG)-[0-9A-Za-z-]+$")
 INDEX = re.compile(r"^-?\d+$")
-# HAMi-core reads `<prefix>_<i>` for each CUDA device i as printf's %d writes it, else the un-indexed `<prefix>` for
-# every device (src/multiprocess/multiprocess_memory_limit.c:178-210): `_01` is read by nothing.
-INDEXED = re.compile(rf"^({MEMORY_LIMIT_PREFIX}|{SM_LIMIT_PREFIX})(?:_(0|[1-9]\d*))?$")
 
 
 @dataclass(frozen=True)
@@ -72,11 +68,6 @@ class Devices:
         found |= {f"{SM_LIMIT_PREFIX}_{i}=": (i, v) for i, v in self.sm_limits.items() if i is not None}
         found |= {f"{MPS_MEMORY_ENV}'s {i}=": (i, v) for i, v in self.mps_memory_limits.items() if isinstance(i, int)}
         return found
-
-
-def is_device_limit(key: str) -> bool:
-    """Whether an env key is a per-device limit HAMi-core reads (what the probes report beside their fixed keys)."""
-    return INDEXED.match(key) is not None
 
 
 def card(entry: str, where: str) -> Card:

@@ -1,20 +1,26 @@
 """Parsers for what the verifier reads: probe JSON lines, HAMi-core's OOM lines, nvidia-smi, HAMi's annotations,
-Prometheus text, timestamps. Standard library only; pure functions.
+Prometheus text (and the monitor's samples, refused by name when odd), timestamps. Standard library only; pure
+functions.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from ..probes.process import OOM_LINE
+from .strict import NotJudgeable
+
 _OOM_PROCESS_RE = re.compile(r"\(pid:(\d+)\s+thread=(\d+)")
-_OOM_RE = re.compile(r"Device\s+(\d+)\s+OOM\s+(\d+)\s*/\s*(\d+)")
 _SMI_MEM_RE = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _METRIC_RE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\S+)?\s*$")
 _LABEL_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+MONITOR_SERIES = ("hami_vgpu_memory_limit_bytes", "hami_vgpu_memory_used_bytes")
+"""The monitor's series the checks read: each once per Pod and card, finite, used ≤ limit."""
 
 
 def probe_results(logs: str) -> dict[str, dict[str, Any]]:
@@ -40,7 +46,7 @@ def parse_oom_lines(lines: Iterable[Any]) -> list[dict[str, int]]:
         if isinstance(line, Mapping) and "limit" in line:
             parsed.append({k: int(line[k]) for k in ("device", "requested", "limit") if k in line})
             continue
-        for match in _OOM_RE.finditer(str(line)):
+        for match in OOM_LINE.finditer(str(line)):
             parsed.append({"device": int(match[1]), "requested": int(match[2]), "limit": int(match[3])})
     return parsed
 
@@ -50,7 +56,7 @@ def oom_processes(lines: Iterable[Any]) -> set[tuple[int, int]]:
     found = set()
     for line in lines:
         match = _OOM_PROCESS_RE.search(str(line))
-        if match and _OOM_RE.search(str(line)):
+        if match and OOM_LINE.search(str(line)):
             found.add((int(match[1]), int(match[2])))
     return found
 
@@ -143,3 +149,31 @@ def timestamp(value: Any) -> float | None:
         return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def monitor_samples(text: str, where: str) -> list[tuple[str, dict[str, str], float]]:
+    """The monitor's text → its samples, the series the checks read refused when a value is no number, a series
+    appears twice, or a Pod's usage is above its own limit."""
+    samples = parse_metrics(text)
+    series: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for name, labels, value in samples:
+        if name not in MONITOR_SERIES:
+            continue
+        key = (name, tuple(sorted(labels.items())))
+        shown_as = f"{name}{{{', '.join(f'{k}={v}' for k, v in key[1])}}}"
+        if not math.isfinite(value):
+            shown_value = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+            raise NotJudgeable(where, f"{shown_as} is {shown_value}: not a measurement")
+        if key in series:
+            raise NotJudgeable(where, f"{shown_as} appears twice ({series[key]:g} and {value:g}): which one holds is"
+                               " not known")  # fmt: skip
+        series[key] = value
+    for (name, pairs), used in series.items():
+        if name != MONITOR_SERIES[1]:
+            continue
+        limit = series.get((MONITOR_SERIES[0], pairs))
+        if limit is not None and used > limit:
+            shown_as = ", ".join(f"{k}={v}" for k, v in pairs)
+            raise NotJudgeable(where, f"{shown_as} uses {used:.0f} bytes above its own limit {limit:.0f}: HAMi-core"
+                               " refuses past the limit, so the monitor is not reading it")  # fmt: skip
+    return samples

@@ -72,9 +72,3 @@ def ghost_quota(
             }
         )
     return ghosts
-
-
-def probe_error(result: Mapping[str, Any]) -> str:
-    """` (probe error: …)` when the probe reported one, else empty."""
-    error = result.get("error") or result.get("cuda_error")
-    return f" (probe error: {error})" if error else ""

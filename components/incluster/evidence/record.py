@@ -12,30 +12,36 @@ Standard library only.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..expectation import Expectation
 from . import ties
 from .devices import Devices, devices
+from .lines import PROBES, STEPS, read_log
 from .object_schema import AUDIT, NODE, POD
-from .parse import parse_allocation, parse_metrics, parse_node_register, parse_nvidia_smi_memory
+from .parse import monitor_samples, parse_allocation, parse_node_register, parse_nvidia_smi_memory, parse_oom_lines
 from .pods import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
-from .probe_schema import OOM_LINE
-from .probe_schema import PROBES as RESULTS
 from .schema import validate
-from .step_schema import STEPS
-from .strict import NotJudgeable, duplicates, instant, loads, shown
+from .strict import NotJudgeable, duplicates, instant, shown
 
-_PROBE_KIND = re.compile(r'"probe"\s*:\s*"([A-Za-z_-]+)"')
-MONITOR_SERIES = ("hami_vgpu_memory_limit_bytes", "hami_vgpu_memory_used_bytes")
-"""The monitor's series the checks read: each once per Pod and card, finite, used ≤ limit."""
-PROBES = {**RESULTS, **STEPS}
-"""Every probe line a Pod's log may hold that a check reads: memory and compute, and the fault and bandwidth steps."""
 READS = ("pods", "memory", "compute", "nodes", "metrics", "overcommit", "whole-gpu", "quota-pods", "fault", "bandwidth")
-"""What a check may declare it reads (checks.py); `parts` names the evidence each one covers."""
+"""What a check may declare it reads (checks/registry.py); `parts` names the evidence each one covers."""
+
+
+class OomLines(NamedTuple):
+    """A Pod's HAMi-core OOM lines as the record reads them (Record.oom_lines)."""
+
+    in_json: list[str]
+    """The lines its memory probe's JSON holds (its own process's and its children's, under provenance)."""
+    in_log: list[str]
+    """The lines its log holds beside the probe's JSON (the library's own, replayed by the probe)."""
+    own_pid: int | None
+    """The pid the probe reports for itself (provenance), else None."""
+    foreign: int
+    """How many lines named a process that is neither the probe nor its child (not counted)."""
+    parsed: list[dict[str, int]]
+    """`in_json` parsed: each line's device, usage + request and limit, in bytes."""
 
 
 class Record:
@@ -116,42 +122,17 @@ class Record:
                 self._refuse("audit", exc)
 
     def _read_logs(self, name: str) -> None:
-        """Each probe's one JSON line (strict, ASCII as json.dumps prints it, validated), and the other lines that
-        are HAMi-core's OOM lines."""
+        """Pod `name`'s log read once (lines.read_log): its probes' results and HAMi-core's OOM lines."""
         pod = self.pods.get(name)
         if pod is None:
             return
-        found: dict[str, dict[str, Any]] = {}
-        lines: list[str] = []
-        for line in (pod.get("logs") or "").splitlines():
-            text = line.strip()
-            kind = _PROBE_KIND.search(text) if text.startswith("{") else None
-            if kind is None:
-                if re.search(OOM_LINE, text):
-                    lines.append(text)
-                continue
-            probe, part = kind[1], f"{kind[1]}:{name}"
-            if probe not in PROBES:
-                continue  # another probe's line: no check reads it
-            where = f"{name}.{probe}"
-            try:
-                if not text.isascii():
-                    raise NotJudgeable(where, "holds characters that are not ASCII: the probes print json.dumps'"
-                                       " ASCII, so this line is not theirs (or was not UTF-8)")  # fmt: skip
-                value = loads(text, where)
-                if not isinstance(value, dict) or value.get("probe") != probe:
-                    raise NotJudgeable(f"{where}.probe", "the line is no probe result")
-                if probe in found or part in self.problems:
-                    raise NotJudgeable(where, "the log holds two results of this probe: a Pod prints one")
-                self.unjudged.setdefault(name, {})[probe] = value
-                found[probe] = validate(PROBES[probe], value, where)
-            except NotJudgeable as exc:
-                found.pop(probe, None)
-                self._refuse(part, exc)
-        self.results[name] = found
-        self.log_lines[name] = lines
-        for probe in found:
-            self.unjudged[name].pop(probe, None)
+        log = read_log(name, pod.get("logs") or "")
+        for part, exc in log.problems.items():
+            self._refuse(part, exc)
+        if log.results or log.unjudged:
+            self.unjudged.setdefault(name, {}).update(log.unjudged)
+        self.results[name] = log.results
+        self.log_lines[name] = log.oom_lines
 
     def _require_results(self) -> None:
         e = self.expect
@@ -169,9 +150,9 @@ class Record:
             for name in self.names:
                 if self.step(probe, name) is None:
                     self._refuse(f"{probe}:{name}", self._missing(name, probe))
-        for name in (e.overcommit_pod, e.whole_gpu_pod):
-            if name and name not in self.pods and f"pod:{name}" not in self.problems:
-                self._refuse(f"pod:{name}", f"Pod {name} was not found")
+        for other in (e.overcommit_pod, e.whole_gpu_pod):
+            if other and other not in self.pods and f"pod:{other}" not in self.problems:
+                self._refuse(f"pod:{other}", f"Pod {other} was not found")
 
     def _missing(self, name: str, probe: str = "memory") -> str:
         """Why Pod `name` has no `probe` result: its phase, waiting reason, ghost quota, verifier errors."""
@@ -292,9 +273,9 @@ class Record:
             pods = e.compute_pods or tuple(self.names)
             return [f"{part}:{n}" for n in pods for part in ("pod", "compute", "memory")]
         if read == "nodes":
-            return [f"node:{n}" for n in sorted({self.node_of(p) for p in self.names} - {None})] + ["node:*"]
+            return [f"node:{n}" for n in self._proof_nodes()] + ["node:*"]
         if read == "metrics":
-            return [f"metrics:{n}" for n in sorted({self.node_of(p) for p in self.names} - {None})]
+            return [f"metrics:{n}" for n in self._proof_nodes()]
         if read == "overcommit":
             return [f"pod:{e.overcommit_pod}"] if e.overcommit_pod else []
         if read == "whole-gpu":  # its memory result only where it printed one that failed the record (a host's)
@@ -304,6 +285,10 @@ class Record:
         if read in STEPS:  # both proof Pods: one the neighbour that measures, the other the one that disturbs it
             return [f"{part}:{n}" for n in self.names for part in ("pod", read)]
         raise LookupError(f"no evidence is called {read!r} (one of {', '.join(READS)})")
+
+    def _proof_nodes(self) -> list[str]:
+        """The nodes the proof Pods landed on, each once, sorted."""
+        return sorted({node for p in self.names if (node := self.node_of(p)) is not None})
 
     def blocked(self, reads: Iterable[str]) -> list[str]:
         """Why a check that reads `reads` cannot be judged: each not-judgeable part's reason, once each."""
@@ -358,19 +343,21 @@ class Record:
             out.append((x.get("reason"), str(x.get("message") or ""), None if stamp is None else instant(stamp, "t")))
         return out
 
-    def oom_lines(self, name: str) -> tuple[list[str], list[str], int | None, int]:
-        """The Pod's HAMi-core OOM lines: (in its probe's JSON, in its log, the probe's own pid, how many lines
-        named another process). Under provenance only the probe's and its children's lines count; before it, all."""
+    def oom_lines(self, name: str) -> OomLines:
+        """The Pod's HAMi-core OOM lines: in its probe's JSON, in its log, the probe's own pid, how many lines named
+        another process, and the JSON's lines parsed. Under provenance only the probe's and its children's lines
+        count; before it, all."""
         results = self.results.get(name) or {}
         in_json = [str(x).strip() for x in (self.memory(name) or {}).get("hami_oom_lines") or []]
         in_log = list(self.log_lines.get(name) or [])
         pids = ties.own_pids(results.values()) if self.expect.provenance else None
         if pids is None:
-            return in_json, in_log, None, 0
+            return OomLines(in_json, in_log, None, 0, parse_oom_lines(in_json))
         own = [x for x in in_json if ties.line_pid(x) in pids]
         logged = [x for x in in_log if ties.line_pid(x) in pids]
         pid = ((self.memory(name) or {}).get("pod") or {}).get("pid")
-        return own, logged, pid, len(in_json) - len(own) + len(in_log) - len(logged)
+        foreign = len(in_json) - len(own) + len(in_log) - len(logged)
+        return OomLines(own, logged, pid, foreign, parse_oom_lines(own))
 
     def allocated(self, name: str) -> list[dict[str, Any]]:
         """The devices the scheduler's allocation annotation gives Pod `name` (parsed once, in _parse_derived)."""
@@ -400,31 +387,3 @@ class Record:
         """The total MiB nvidia-smi printed in Pod `name`'s log."""
         found = parse_nvidia_smi_memory(self.pod(name).get("logs") or "")
         return found[1] if found else None
-
-
-def monitor_samples(text: str, where: str) -> list[tuple[str, dict[str, str], float]]:
-    """The monitor's text → its samples, the series the checks read refused when a value is no number, a series
-    appears twice, or a Pod's usage is above its own limit."""
-    samples = parse_metrics(text)
-    series: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-    for name, labels, value in samples:
-        if name not in MONITOR_SERIES:
-            continue
-        key = (name, tuple(sorted(labels.items())))
-        shown_as = f"{name}{{{', '.join(f'{k}={v}' for k, v in key[1])}}}"
-        if not math.isfinite(value):
-            shown_value = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-            raise NotJudgeable(where, f"{shown_as} is {shown_value}: not a measurement")
-        if key in series:
-            raise NotJudgeable(where, f"{shown_as} appears twice ({series[key]:g} and {value:g}): which one holds is"
-                               " not known")  # fmt: skip
-        series[key] = value
-    for (name, labels), used in series.items():
-        if name != MONITOR_SERIES[1]:
-            continue
-        limit = series.get((MONITOR_SERIES[0], labels))
-        if limit is not None and used > limit:
-            shown_as = ", ".join(f"{k}={v}" for k, v in labels)
-            raise NotJudgeable(where, f"{shown_as} uses {used:.0f} bytes above its own limit {limit:.0f}: HAMi-core"
-                               " refuses past the limit, so the monitor is not reading it")  # fmt: skip
-    return samples

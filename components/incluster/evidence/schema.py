@@ -1,9 +1,11 @@
 """The evidence's declared shape: a few schema kinds, the check of a value against one, and its JSON Schema.
 
-A schema is declared once (probe_schema.py, object_schema.py) and serves three readers: `validate` here, which
-returns the value checked (types: an int is never a float, a bool or a string; units; bounds; invariants that
-relate fields), `json_schema` for the committed files under docs/evidence/ (python -m components.verify.evidence_schema
---write), and the tests' generators. Standard library only.
+A schema is declared once, in one style: an `Obj` of `Field`s whose `Invariant`s each name a `Rule`, built here
+(`in_order`, `all_of`) or beside the schema (memory_schema.py, compute_schema.py, fault_schema.py, bandwidth_schema.py
+and what they share, probe_fields.py; object_schema.py for the API objects). It serves three readers: `validate`
+here, which returns the value checked (types: an int is never a float, a bool or a string; units; bounds; invariants
+that relate fields), `json_schema` for the committed files under docs/evidence/ (python -m
+components.verify.evidence_schema --write), and the tests' generators. Standard library only.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from .strict import NotJudgeable, instant, shown, text
@@ -206,6 +209,40 @@ class Map(Schema):
 
 Rule = Callable[[Mapping[str, Any]], "tuple[str, str] | None"]
 """An invariant's test: the checked object → None, or (the field that breaks it, why)."""
+
+
+def at(value: Any, path: str) -> Any:
+    """The value at a dotted path (`phases.hold.started_at`); None where any step of it is missing."""
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def in_order(*chains: Sequence[str], slack: float = 0.0) -> Rule:
+    """The instants at each chain's paths, those present, never run backwards (by more than `slack` seconds)."""
+
+    def rule(r: Mapping[str, Any]) -> tuple[str, str] | None:
+        for chain in chains:
+            present = [(path, at(r, path)) for path in chain if at(r, path) is not None]
+            for (a, x), (b, y) in pairwise(present):
+                if instant(y, b) < instant(x, a) - slack:
+                    return b, f"{y} is before {a} {x}: the probe's times run backwards"
+        return None
+
+    return rule
+
+
+def all_of(*rules: Rule) -> Rule:
+    """Each rule in turn: the first one broken."""
+
+    def rule(r: Mapping[str, Any]) -> tuple[str, str] | None:
+        for each in rules:
+            broken = each(r)
+            if broken:
+                return broken
+        return None
+
+    return rule
 
 
 @dataclass(frozen=True)

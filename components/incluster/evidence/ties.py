@@ -26,7 +26,7 @@ pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go:655, v2.10.0 :838); K
 PROBE_TIMES = ("started_at", "ended_at", "phases.hold.started_at", "phases.hold.ended_at")
 _LINE_PID = re.compile(r"\(pid:(\d+)")
 LIBRARY_ABSENT_REASONS = ("cuda-disable-control", "isolator-inject-false", "isolator-not-injected")
-"""The audit's reasons that say HAMi-core is not in the Pod at all (audit.py REASONS)."""
+"""The audit's reasons that say HAMi-core is not in the Pod at all (the top's audit.py REASONS)."""
 Problem = tuple[str, str]
 
 

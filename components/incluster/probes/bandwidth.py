@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import sys
 import time
@@ -24,8 +23,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import provenance
-from .cuda import MIB, Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
+from .cuda import MIB, Cuda, ProbeError
 from .fault import ENV_KEYS, HAMI_KEYS, sleep_until, timed_loop
+from .output import now_iso, print_result, record_error, say
+from .process import mechanism_of, preload_evidence, reported_env
 from .timeline import iso, stats, whole_seconds
 
 # copy(dst, src, n): n 16-byte words, each thread striding by the grid. PTX 6.0 / sm_52 (a T4's or an H200's driver).
@@ -188,20 +189,16 @@ def main(argv: Sequence[str] | None = None, cuda: Any = None) -> int:
     }  # fmt: skip
     try:
         measure(args, result, cuda or Cuda())
-    except CudaError as exc:
-        result["error"], result["cuda_error"] = str(exc), exc.name
-    except ProbeError as exc:
-        result["error"] = str(exc)
     except Exception as exc:  # a probe reports, never crashes: the verifier needs the JSON
-        result["error"] = f"{type(exc).__name__}: {exc}"
+        record_error(result, exc)
     result["ended_at"] = now_iso()
-    result["pod"] = provenance.block(lambda line: print(line, flush=True))
+    result["pod"] = provenance.block(say)
     gbps = result.get("gbps") or {}
-    print(f"{args.role}: {result['copies']} copies of {(result.get('copy') or {}).get('mib')} MiB, GB/s per second "
-          f"{(result.get('timeline') or {}).get('per_s')} (mean {gbps.get('mean')})" if result["ok"]
-          else f"error: {result['error']}", flush=True)  # fmt: skip
+    say(f"{args.role}: {result['copies']} copies of {(result.get('copy') or {}).get('mib')} MiB, GB/s per second "
+        f"{(result.get('timeline') or {}).get('per_s')} (mean {gbps.get('mean')})" if result["ok"]
+        else f"error: {result['error']}")  # fmt: skip
     if args.json:
-        print(json.dumps(result, separators=(",", ":")), flush=True)
+        print_result(result)
     return 0 if result["ok"] else 1
 
 

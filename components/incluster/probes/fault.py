@@ -25,7 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import provenance
-from .cuda import Cuda, CudaError, ProbeError, mechanism_of, now_iso, preload_evidence, reported_env
+from .cuda import Cuda, CudaError, ProbeError
+from .output import now_iso, print_result, record_error, say
+from .process import mechanism_of, preload_evidence, reported_env
 from .timeline import Recorder, iso
 
 # tick: each thread stores its index (a launch that does next to nothing, so the rate is the launch rate);
@@ -147,8 +149,9 @@ def launch_loop(launch: Callable[[], None], until: float, clock: Clock = time.ti
 def child_main(mode: str, instant: float | None, clock: Clock = time.time, cuda: Any = None,
                sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:  # fmt: skip
     """One CUDA process: `loop` until `instant`, `fault` at `instant`, or `serve` one kernel now."""
-    out: dict[str, Any] = {"child": mode, "pid": os.getpid(), "ok": False, "error": None, "initialized": False,
-                           "started_at": now_iso(), "ended_at": None, "gpu_uuid": None, "gpu_name": None}  # fmt: skip
+    out: dict[str, Any] = {"child": mode, "pid": os.getpid(), "ok": False, "error": None, "cuda_error": None,
+                           "initialized": False, "started_at": now_iso(), "ended_at": None, "gpu_uuid": None,
+                           "gpu_name": None}  # fmt: skip
     try:
         cuda = cuda or Cuda()
         cuda.init()
@@ -174,13 +177,10 @@ def child_main(mode: str, instant: float | None, clock: Clock = time.time, cuda:
             except CudaError as exc:
                 out["kernel_ran"], out["cuda_error"] = False, exc.name
         out["ok"] = True
-    except CudaError as exc:
-        out["error"], out["cuda_error"] = str(exc), exc.name
-        out.setdefault("kernel_ran", False)
-    except ProbeError as exc:
-        out["error"] = str(exc)
     except Exception as exc:  # a child reports, never crashes: its parent needs the JSON
-        out["error"] = f"{type(exc).__name__}: {exc}"
+        record_error(out, exc)
+        if isinstance(exc, CudaError):
+            out.setdefault("kernel_ran", False)
     out["ended_at"] = now_iso()
     return out
 
@@ -294,8 +294,8 @@ def run_role(args: argparse.Namespace, result: dict[str, Any], run: ChildRunner 
         result.update(fields)
         result["ok"] = True
         sleep_until(end, clock, sleep)
-    except ProbeError as exc:
-        result["error"] = str(exc)
+    except ProbeError as exc:  # a child that never reached the card: the role ends at once, reported
+        record_error(result, exc)
     result["ended_at"] = now_iso()
     return result
 
@@ -332,16 +332,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         answer = child_main(args.child, args.at)
-        print(json.dumps(answer, separators=(",", ":")), flush=True)
+        print_result(answer)
         return 0 if answer["ok"] else 1
     env = reported_env(ENV_KEYS)
     result = run_role(args, new_result(args, env, preload_evidence()))
     for child in result["children"]:
         provenance.note_child(child)
-    result["pod"] = provenance.block(lambda line: print(line, flush=True))
-    print(describe(result), flush=True)
+    result["pod"] = provenance.block(say)
+    say(describe(result))
     if args.json:
-        print(json.dumps(result, separators=(",", ":")), flush=True)
+        print_result(result)
     return 0 if result["ok"] else 1
 
 

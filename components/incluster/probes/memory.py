@@ -24,22 +24,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import provenance
-from .cuda import (
-    MIB,
-    Cuda,
-    CudaError,
-    ProbeError,
-    captured_stderr,
-    fit_result,
-    mechanism_of,
-    now_iso,
-    open_nvml,
-    preload_evidence,
-    reported_env,
-    touch,
-    write_result_file,
-)
-from .memory_findings import ChildRunner, all_findings, own_context_mib, parse_oom_line, run_child
+from .cuda import MIB, Cuda
+from .memory_child import ChildRunner, child_main, own_context_mib, run_child
+from .memory_findings import all_findings
+from .nvml import open_nvml
+from .output import fit_result, now_iso, print_result, record_error, say, touch, write_result_file
+from .process import captured_stderr, mechanism_of, parse_oom_line, preload_evidence, reported_env
 
 # The HAMi-core env that says this process is memory-limited (HAMi sets the indexed one, KAI's binder the other).
 HAMI_MEMORY_KEYS = ("CUDA_DEVICE_MEMORY_LIMIT_0", "CUDA_DEVICE_MEMORY_LIMIT")
@@ -337,27 +327,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the probe; 0 when it finished (the judgement is in the JSON), 1 when it could not measure."""
     args = parse_args(argv)
     if args.child:
-        from .memory_findings import child_main
-
         return child_main(args.child, args.child_mib)
     # No context of ours while a neighbour's limited process looks up its host PID (components/verify/phases.py).
     time.sleep(max(args.delay, 0.0))
     result = new_result(args.expect_limit_mib)
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-
     alloc = None
     try:
         cuda = Cuda()
         cuda.init()
-        alloc = measure(cuda, open_nvml(cuda.uuid()), args, result, log)
-    except CudaError as exc:
-        result["error"], result["cuda_error"] = str(exc), exc.name
-    except ProbeError as exc:
-        result["error"] = str(exc)
+        alloc = measure(cuda, open_nvml(cuda.uuid()), args, result, say)
     except Exception as exc:  # a probe reports, never crashes: the verifier needs the JSON
-        result["error"] = f"{type(exc).__name__}: {exc}"
+        record_error(result, exc)
     kept = None
     if alloc is not None and args.keep_holding:
         # Allocate before printing, so whoever reads the result sees a monitor already showing the hold.
@@ -367,10 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             result["keep_holding_error"] = err
     result["ended_at"] = now_iso()
-    result["pod"] = provenance.block(log)
-    log(f"limit_enforced: {result['limit_enforced']}" if result["ok"] else f"error: {result['error']}")
+    result["pod"] = provenance.block(say)
+    say(f"limit_enforced: {result['limit_enforced']}" if result["ok"] else f"error: {result['error']}")
     if args.json:
-        print(json.dumps(result, separators=(",", ":")), flush=True)
+        print_result(result)
     write_result_file(args.result_file, fit_result(result, DROP_ORDER))
     if should_mark_ready(result):
         touch(args.ready_file)

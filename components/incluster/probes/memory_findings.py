@@ -1,31 +1,24 @@
-"""The memory probe's findings and its child processes: what a quota may not stop, each tried and reported.
+"""The memory probe's findings: what a quota may not stop, each tried in child processes (memory_child.py).
 
-Imported by memory.py; also run as a child, `python3 -m <package>.memory_findings --child MODE --child-mib N`,
-which makes one context and allocates (once, or up to N MiB as large as fits), printing one JSON line. HAMi-core: a
-fresh shared-cache file, a fresh file with its own limit, a cuCtxCreate context, the context's own charge, and a
-process without HAMi-core's env after this one and as its region's first toucher; MPS: a client's own pinned
-limit and a client that leaves the server. Each finding is `{"id", "tried",
-"observed", "bypassed"}` (`why` when bypassed is null), never judged into `limit_enforced`.
-Standard library only.
+HAMi-core: a fresh shared-cache file, a fresh file with its own limit, a cuCtxCreate context, the context's own
+charge, and a process without HAMi-core's env after this one and as its region's first toucher; MPS: a client's own
+pinned limit and a client that leaves the server. Each finding is `{"id", "tried", "observed", "bypassed"}` (`why`
+when bypassed is null), never judged into `limit_enforced`. Standard library only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import provenance
-from .cuda import MIB, Cuda, ProbeError, captured_stderr, finding, open_nvml
+from .memory_child import ChildRunner
+from .output import finding
+from .process import captured_stderr, parse_oom_line
 
-CHILD_TIMEOUT_S = 90
 CHARGE_TOLERANCE_MIB = 8
 """Contexts differ by a few MiB between processes (514 and 518 MiB charged on the H200): a smaller gap is no bypass."""
 
@@ -36,43 +29,6 @@ HAMI_ENV_PREFIXES = ("CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT")
 HAMI_ENV_KEYS = ("CUDA_DEVICE_MEMORY_SHARED_CACHE", "GPU_CORE_UTILIZATION_POLICY")
 """What HAMi-core reads from the env: an `env -i` or SSH session has none of it, while /etc/ld.so.preload (on a host
 LD_PRELOAD, kept) still loads the library."""
-
-_OOM = re.compile(r"Device\s+(\d+)\s+OOM\s+(\d+)\s*/\s*(\d+)")
-
-
-def parse_oom_line(line: str) -> tuple[int, int, int] | None:
-    """HAMi-core's refusal line → (device, used + request bytes, limit bytes), or None for any other line.
-
-    `[HAMI-core ERROR (pid:479 thread=… allocator.c:52)]: Device 0 OOM 4401922048 / 4194304000`;
-    the thread= field is absent in some builds.
-    """
-    match = _OOM.search(line)
-    if not match:
-        return None
-    device, used, limit = (int(g) for g in match.groups())
-    return device, used, limit
-
-
-ChildRunner = Callable[[str, int, dict[str, str]], dict[str, Any]]
-
-
-def run_child(mode: str, mib: int, env: dict[str, str]) -> dict[str, Any]:
-    """This file in a child process (`--child MODE`), bounded in time; its last stdout line is JSON."""
-    argv = [sys.executable, "-m", f"{__package__}.memory_findings", "--child", mode, "--child-mib", str(mib)]
-    try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "allocated": False, "error": f"timed out after {CHILD_TIMEOUT_S} s", "stderr": ""}
-    lines = done.stdout.strip().splitlines()
-    try:
-        answer = json.loads(lines[-1]) if lines else {}
-    except json.JSONDecodeError:
-        answer = {}
-    if not answer:
-        answer = {"ok": False, "allocated": False, "error": f"child exited {done.returncode} without a result"}
-    provenance.note_child(answer)  # its OOM lines name this pid: the judge counts them as this Pod's
-    answer["stderr"] = done.stderr
-    return answer
 
 
 def _said(answer: dict[str, Any], mib: int) -> str:
@@ -358,76 +314,3 @@ def all_findings(alloc: Any, result: dict[str, Any], runner: ChildRunner, log: C
             result["findings"].append(found)
             log(f"finding {found['id']}: {found['observed']} (bypassed: {found['bypassed']})")
     result["hami_oom_lines"].extend(oom)
-
-
-def own_context_mib(nvml: Any) -> int | None:
-    """NVML's count of this process's memory (its context, before it allocates); None where PIDs are not ours."""
-    used = nvml.process_used(os.getpid()) if nvml is not None and hasattr(nvml, "process_used") else None
-    return None if used is None else used // MIB
-
-
-def largest_up_to(fits: Callable[[int], bool], cap_mib: int) -> tuple[int, int]:
-    """The largest allocation up to `cap_mib` that fits, to 1 MiB, asking the cap first: (MiB, calls)."""
-    calls = 1
-    if fits(cap_mib):
-        return cap_mib, calls
-    lo, hi = 0, cap_mib
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        calls += 1
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo, calls
-
-
-def child_main(mode: str, mib: int) -> int:
-    """One allocation of `mib` on the primary context (`alloc`) or a cuCtxCreate context (`ctx-create`), only
-    the primary context's charge (`view`: the view's total less its free memory) and NVML's size of it, or the
-    largest allocation up to `mib` (`largest`)."""
-    answer: dict[str, Any] = {"ok": False, "allocated": False, "error": None, "cuda_error": None, "pid": os.getpid()}
-    try:
-        cuda = Cuda()
-        cuda.init()
-        if mode == "ctx-create":
-            cuda.create_context()
-        else:
-            cuda.use_primary_context()
-        if mode == "view":
-            free, total = cuda.mem_info()
-            answer["charged_mib"] = (total - free) // MIB
-            answer["own_context_mib"] = own_context_mib(open_nvml(cuda.uuid()))
-            answer["ok"] = True
-        elif mode == "largest":
-            answer["view_total_mib"] = cuda.mem_info()[1] // MIB
-
-            def fits(ask: int) -> bool:
-                ptr, answer["cuda_error"] = cuda.try_alloc(ask * MIB)
-                if ptr is not None:
-                    cuda.free(ptr)
-                return ptr is not None
-
-            answer["largest_mib"], answer["calls"] = largest_up_to(fits, mib)
-            answer["ok"], answer["allocated"] = True, answer["largest_mib"] > 0
-        else:
-            ptr, answer["cuda_error"] = cuda.try_alloc(mib * MIB)
-            answer["ok"], answer["allocated"] = True, ptr is not None
-            if ptr is not None:
-                cuda.free(ptr)
-    except ProbeError as exc:
-        answer["error"] = str(exc)
-    print(json.dumps(answer), flush=True)
-    return 0 if answer["ok"] else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 4 or args[0] != "--child" or args[2] != "--child-mib":
-        print(
-            "usage: python3 -m <package>.memory_findings --child alloc|ctx-create|view|largest --child-mib MIB"
-            " (memory.py's)"
-        )
-        return 2
-    return child_main(args[1], int(args[3]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,8 +13,8 @@ from typing import Any
 
 from components.incluster import judge
 from components.incluster.checks.neighbours import BANDWIDTH_FINDING_ID, FAULT_ISOLATION_ID
+from components.incluster.evidence.timeline import around
 from components.incluster.expectation import Expectation
-from components.incluster.probes.timeline import around
 
 POD_ORDER = ("fault", "bandwidth", "compute", "memory")
 """A proof Pod's probes in the order it ran them (ties.POD_ORDER): its log as the verifier reads it."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.incluster.evidence.devices import is_device_limit
+from components.incluster.probes.process import is_device_limit
 
 ROOT = Path(__file__).resolve().parents[3]
 """The repository root: the probes run as modules of components.incluster.probes from there."""
