@@ -24,8 +24,9 @@ from components.verify import phases as neighbour_phases
 PROBES = "probes"
 """The room of the package the proof Pods run: `python3 -m incluster.probes.<probe>`."""
 REQUIRED_FILES = ("__init__.py", "probes/__init__.py", "probes/memory.py", "probes/memory_findings.py",
-                  "probes/compute.py", "probes/fault.py", "probes/bandwidth.py", "probes/timeline.py", "verifier.py",
-                  "judge.py", "checks/registry.py", "kube.py")  # fmt: skip
+                  "probes/memory_child.py", "probes/compute.py", "probes/compute_kernel.py", "probes/fault.py",
+                  "probes/bandwidth.py", "probes/timeline.py", "verifier.py", "judge.py", "checks/registry.py",
+                  "kube.py")  # fmt: skip
 """Modules the Pods run or import, by path: without one of them the plan stops before any resource."""
 MOUNT_PATH = incluster.MOUNT_PATH
 PACKAGE = incluster.PACKAGE
