@@ -28,8 +28,6 @@ REQUIRED_FILES = ("__init__.py", "probes/__init__.py", "probes/memory.py", "prob
                   "probes/bandwidth.py", "probes/timeline.py", "verifier.py", "judge.py", "checks/registry.py",
                   "kube.py")  # fmt: skip
 """Modules the Pods run or import, by path: without one of them the plan stops before any resource."""
-MOUNT_PATH = incluster.MOUNT_PATH
-PACKAGE = incluster.PACKAGE
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"
 OVERCOMMIT_POD = "gpushare-overcommit"
@@ -99,7 +97,7 @@ class ProofWorkloadsArgs:
 
 
 def probe_files() -> dict[str, str]:
-    """The files mounted at MOUNT_PATH: the whole in-cluster package (probes, verifier, judge, checks, API client)."""
+    """The ConfigMap data mounted at incluster.MOUNT_PATH: the whole in-cluster package, keyed by incluster.key."""
     files = incluster.files()
     missing = [path for path in REQUIRED_FILES if incluster.key(path) not in files]
     if missing:
