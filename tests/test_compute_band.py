@@ -14,7 +14,7 @@ import pytest
 
 from components.config import ConfigError, parse
 from components.incluster import judge
-from components.incluster.check_compute import (
+from components.incluster.checks.compute import (
     BAND_POINTS,
     UNDER_DELIVERED_RATIO,
     UNLIMITED_POINTS,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from components.incluster import judge
-from components.incluster.parse import parse_allocation, parse_metrics, parse_node_register
+from components.incluster.evidence.parse import parse_allocation, parse_metrics, parse_node_register
 from tests.helpers.recorded import load, probe_line
 
 

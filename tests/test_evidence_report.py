@@ -217,7 +217,7 @@ def test_a_context_charge_finding_that_contradicts_the_memory_figures_beside_it_
 def test_a_try_that_allocated_100000_mib_with_no_card_is_not_reported_held() -> None:
     from dataclasses import replace
 
-    from components.incluster import escape
+    from components.incluster.checks import escape
     from components.incluster.expectation import PodTry
 
     expect, evidence = load("k3s")

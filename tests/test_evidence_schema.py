@@ -18,11 +18,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from components.incluster import judge
-from components.incluster.object_schema import EVENT, NODE, POD, WATCH_ENTRY
-from components.incluster.probe_schema import COMPUTE, MEMORY, PROVENANCE
-from components.incluster.schema import invariants, validate
-from components.incluster.step_schema import BANDWIDTH, FAULT
-from components.incluster.strict import NotJudgeable
+from components.incluster.evidence.bandwidth_schema import BANDWIDTH
+from components.incluster.evidence.compute_schema import COMPUTE
+from components.incluster.evidence.fault_schema import FAULT
+from components.incluster.evidence.memory_schema import MEMORY
+from components.incluster.evidence.object_schema import EVENT, NODE, POD, WATCH_ENTRY
+from components.incluster.evidence.probe_fields import PROVENANCE
+from components.incluster.evidence.schema import invariants, validate
+from components.incluster.evidence.strict import NotJudgeable
 from components.verify import evidence_schema
 from components.verify.host import neighbours, record
 from tests.conftest import ROOT
@@ -348,7 +351,7 @@ def test_a_watch_that_runs_backwards_fails_the_overcommit_check() -> None:
 
 
 def test_the_verification_page_names_every_invariant_and_what_each_check_reads() -> None:
-    from components.incluster.checks import CHECKS
+    from components.incluster.checks.registry import CHECKS
 
     text = (ROOT / "docs" / "verification.md").read_text()
     names = {i.name for schema in (MEMORY, COMPUTE, FAULT, BANDWIDTH, POD) for i in invariants(schema)}

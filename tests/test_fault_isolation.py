@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components.incluster import judge
-from components.incluster.checks import REGISTRY
+from components.incluster.checks.registry import REGISTRY
 from tests.conftest import ROOT
 from tests.helpers.neighbour_steps import DISTURBER, NEIGHBOUR, run, shifted
 

@@ -187,7 +187,7 @@ def test_mps_stack_plans_the_pods_gke_expects(plan_stack) -> None:
         assert [c["resources"]["limits"] for c in spec["containers"]] == [{"nvidia.com/gpu": "1"}]
         assert "securityContext" not in spec["containers"][0]
     command = " ".join(pods["gpushare-proof-a"]["containers"][0]["command"])
-    assert "--expect-limit-mib 7680" in command and "incluster.compute" in command
+    assert "--expect-limit-mib 7680" in command and "incluster.probes.compute" in command
 
 
 def test_time_sharing_stack_pods_select_time_sharing_without_host_ipc(plan_stack) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.incluster import compute, memory
-from components.incluster.strict import instant
+from components.incluster.evidence.strict import instant
+from components.incluster.probes import compute, memory
 from components.verify import phases, workloads
 from components.verify.host import expectation, repeatability
 from components.verify.host.runner import run_pods
@@ -42,7 +42,7 @@ def test_without_a_compute_quota_pod_b_starts_its_memory_step_at_once() -> None:
     probes = workloads.ProbeSettings(expect_limit_mib=4000, hold_mib=3072, hold_seconds=5, extra_mib=2048,
                                      sweep_gib=(2.0,), cores_percent=None)  # fmt: skip
     memory_step = workloads.container_command(probes, pod="b")[2].split("; ")[-1]
-    assert memory_step.startswith("exec python3 -m incluster.memory") and "--delay" not in memory_step
+    assert memory_step.startswith("exec python3 -m incluster.probes.memory") and "--delay" not in memory_step
 
 
 def test_the_memory_probe_reads_its_delay_in_seconds() -> None:

@@ -69,7 +69,7 @@ def test_the_host_runs_each_pods_fault_and_bandwidth_steps_first_with_its_own_wi
     env = pod_env(cluster["expect"], options, "gpu-slice-b")
     steps = pod_steps(pods["gpu-slice-b"], env, options, ["--baseline", "b.json"])
     modules = [argv[2] for argv, _ in steps]
-    assert modules == [f"components.incluster.{p}" for p in ("fault", "bandwidth", "compute", "memory")]
+    assert modules == [f"components.incluster.probes.{p}" for p in ("fault", "bandwidth", "compute", "memory")]
     assert all(step_env is env for _, step_env in steps)  # one container: one cache file for every step
     fault_argv, hog_argv = steps[0][0], steps[1][0]
     host = phases.host(3.0)

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from components.contracts.proof import CHECK_IDS
-from components.incluster import judge, parse
-from components.incluster.evidence import ghost_quota
+from components.incluster import judge
+from components.incluster.evidence import parse
+from components.incluster.evidence.pods import ghost_quota
 from tests.helpers.recorded import (
     FIXTURES,
     edit_probe,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from components.gpu.hami_cards import SHARED_CARD_INDEX, USE_UUID_ANNOTATION, registered_card
+from components.incluster.evidence.parse import parse_node_register
 from components.incluster.expectation import Expectation
-from components.incluster.parse import parse_node_register
 from components.mocks import ANSWERS, READ_AT_UP, GpushareMocks, Invented, MockResourceArgs
 from components.plan import main
 from tests.helpers.k8s_schema import objects_in, validate

@@ -18,6 +18,7 @@ import pytest
 from tests.helpers.probes import ROOT, load_probe, module_argv
 
 compute = load_probe("compute")
+kernel = load_probe("compute_kernel")
 
 
 class FakeClock:
@@ -40,7 +41,7 @@ class ThrottledGpu:
         return 1
 
     def function(self, module: int, name: str) -> int:
-        assert name == compute.KERNEL
+        assert name == kernel.KERNEL
         return 2
 
     def sm_count(self) -> int:
@@ -73,23 +74,23 @@ def test_compute_probe_without_libcuda_prints_a_json_error_and_exits_nonzero(tmp
 
 
 def test_ptx_is_old_enough_for_t4_and_h200_drivers_to_jit() -> None:
-    version = re.search(r"^\.version (\d+)\.(\d+)$", compute.PTX, re.M)
-    target = re.search(r"^\.target sm_(\d+)$", compute.PTX, re.M)
+    version = re.search(r"^\.version (\d+)\.(\d+)$", kernel.PTX, re.M)
+    target = re.search(r"^\.target sm_(\d+)$", kernel.PTX, re.M)
     assert version and target
     assert (int(version[1]), int(version[2])) <= (7, 0)  # CUDA ≤ 11.0's ISA: any T4-era driver
     assert int(target[1]) <= 75  # not above the T4's sm_75
-    assert ".visible .entry spin(" in compute.PTX and "st.global.f32" in compute.PTX  # the result is kept
+    assert ".visible .entry spin(" in kernel.PTX and "st.global.f32" in kernel.PTX  # the result is kept
 
 
 def test_per_second_buckets_work_by_completion_second_and_drops_the_overrun() -> None:
     completions = [(0.2, 1.0), (0.9, 1.0), (1.5, 2.0), (2.99, 4.0), (3.01, 100.0)]
-    assert compute.per_second(completions, 3) == [2.0, 2.0, 4.0]
+    assert kernel.per_second(completions, 3) == [2.0, 2.0, 4.0]
 
 
 def test_window_mean_leaves_out_the_warm_up_and_keeps_the_spread_of_whole_seconds() -> None:
     # Full speed (10/s) in the 3 s warm-up, then bursts: 9, 1, 9, 1 …
     completions = [(t + 0.5, 10.0) for t in range(3)] + [(3 + t + 0.5, 9.0 if t % 2 == 0 else 1.0) for t in range(20)]
-    stats = compute.window_stats(completions, 3, 20)
+    stats = kernel.window_stats(completions, 3, 20)
     assert stats["mean_per_s"] == pytest.approx(5.0)  # the bursts' mean, not the warm-up's 10
     assert (stats["per_s_min"], stats["per_s_max"]) == (1.0, 9.0)
     assert stats["per_s_stdev"] == pytest.approx(4.0)
@@ -101,7 +102,7 @@ def _no_log(_line: str) -> None: ...
 def test_measure_calibrates_each_shape_to_its_launch_length_and_reports_the_throttled_window() -> None:
     clock = FakeClock()
     gpu = ThrottledGpu(clock)
-    shapes, calibration = compute.measure(gpu, list(compute.SHAPES), 3, 20, {}, _no_log, clock)
+    shapes, calibration = kernel.measure(gpu, list(compute.SHAPES), 3, 20, {}, _no_log, clock)
     assert calibration["short_many"]["blocks"] == 132 * 100
     assert calibration["short_many"]["launch_ms"] == pytest.approx(0.5, rel=0.25)
     assert calibration["long_many"]["launch_ms"] == pytest.approx(2.0, rel=0.25)
@@ -117,7 +118,7 @@ def test_measure_repeats_the_baselines_launches_even_when_told_of_fewer_multipro
     clock = FakeClock()
     gpu = ThrottledGpu(clock)
     gpu.sm_count = lambda: 38  # type: ignore[method-assign]  # an MPS client at 30 % is told of 38 of 132
-    shapes, calibration = compute.measure(
+    shapes, calibration = kernel.measure(
         gpu, ["short_many"], 0, 1, {"short_many": 2541}, _no_log, clock, blocks={"short_many": 13200}
     )
     assert calibration == {}
@@ -194,14 +195,14 @@ def test_result_file_truncation_keeps_the_shares_within_4096_bytes() -> None:
 
 
 def test_only_the_judged_shape_gets_the_long_window_the_finding_shapes_a_short_one() -> None:
-    assert compute.shape_window("short_many", 2, 20) == (2, 20)
-    assert compute.shape_window("long_many", 2, 20) == (compute.FINDING_SHAPE_WARMUP_S, compute.FINDING_SHAPE_SECONDS)
-    assert compute.shape_window("few_long", 0.5, 3) == (0.5, 3)  # a baseline's shorter window stays its own
+    assert kernel.shape_window("short_many", 2, 20) == (2, 20)
+    assert kernel.shape_window("long_many", 2, 20) == (kernel.FINDING_SHAPE_WARMUP_S, kernel.FINDING_SHAPE_SECONDS)
+    assert kernel.shape_window("few_long", 0.5, 3) == (0.5, 3)  # a baseline's shorter window stays its own
 
 
 def test_measure_gives_the_finding_shapes_their_short_window_and_the_judged_shape_its_own() -> None:
     clock = FakeClock()
-    shapes, _ = compute.measure(ThrottledGpu(clock), list(compute.SHAPES), 2, 20, {}, _no_log, clock)
+    shapes, _ = kernel.measure(ThrottledGpu(clock), list(compute.SHAPES), 2, 20, {}, _no_log, clock)
     assert (shapes["short_many"]["warmup_s"], shapes["short_many"]["window_s"]) == (2, 20)
     assert len(shapes["short_many"]["timeline_per_s"]) == 22
     for name in ("long_many", "few_long"):

@@ -24,6 +24,7 @@ MIB = 1 << 20
 
 memory = load_probe("memory")
 findings = load_probe("memory_findings")
+child = load_probe("memory_child")
 OOM_WITH_THREAD = (
     "[HAMI-core ERROR (pid:54 thread=133390658244608 allocator.c:52)]: Device 0 OOM 8629780480 / 8388608000"
 )
@@ -481,7 +482,7 @@ def test_a_neighbour_charged_in_full_shows_the_uncharged_pod_even_when_its_contr
 def test_nvml_counts_a_process_by_its_pid_and_not_one_it_does_not_list() -> None:
     from tests.helpers.probes import load_probe
 
-    cuda = load_probe("_cuda")
+    bindings = load_probe("nvml")
 
     def listed(_handle: Any, count: Any, infos: Any) -> int:
         count._obj.value = 2
@@ -489,14 +490,14 @@ def test_nvml_counts_a_process_by_its_pid_and_not_one_it_does_not_list() -> None
         infos[1].pid, infos[1].usedGpuMemory = 12, (1 << 64) - 1  # NVML_VALUE_NOT_AVAILABLE
         return 0
 
-    nvml = cuda.Nvml.__new__(cuda.Nvml)
+    nvml = bindings.Nvml.__new__(bindings.Nvml)
     nvml.lib, nvml.handle = argparse.Namespace(nvmlDeviceGetComputeRunningProcesses=listed), None
     assert (nvml.process_used(11), nvml.process_used(12), nvml.process_used(13)) == (518 * MIB, None, None)
 
 
 def test_the_view_child_without_a_driver_answers_json_and_exits_nonzero(tmp_path: Path) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    done = subprocess.run(module_argv("memory_findings", "--child", "view", "--child-mib", "0"), env=env, cwd=ROOT,
+    done = subprocess.run(module_argv("memory_child", "--child", "view", "--child-mib", "0"), env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     answer = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 1 and answer["ok"] is False and "cannot load" in answer["error"]
@@ -550,7 +551,7 @@ def test_in_a_kai_pod_the_env_less_process_joins_the_pods_region_and_is_held_but
 
 
 def test_the_largest_child_asks_the_cap_first_then_halves_to_one_mib() -> None:
-    assert findings.largest_up_to(lambda mib: True, 8000) == (8000, 1)
-    largest, calls = findings.largest_up_to(lambda mib: mib <= 3482, 8000)
+    assert child.largest_up_to(lambda mib: True, 8000) == (8000, 1)
+    largest, calls = child.largest_up_to(lambda mib: mib <= 3482, 8000)
     assert largest == 3482 and calls <= 1 + math.ceil(math.log2(8000))
-    assert findings.largest_up_to(lambda mib: False, 8000)[0] == 0
+    assert child.largest_up_to(lambda mib: False, 8000)[0] == 0

@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
-from components.incluster import bandwidth, fault, timeline
-from components.incluster._cuda import CudaError
-from components.incluster.schema import validate
-from components.incluster.step_schema import BANDWIDTH, FAULT
+from components.incluster.evidence import timeline as reading
+from components.incluster.evidence.bandwidth_schema import BANDWIDTH
+from components.incluster.evidence.fault_schema import FAULT
+from components.incluster.evidence.schema import validate
+from components.incluster.probes import bandwidth, fault, timeline
+from components.incluster.probes.cuda import CudaError
 from components.verify import phases
 from tests.conftest import ROOT
 
@@ -121,14 +123,14 @@ def test_the_timeline_counts_each_launch_in_the_second_it_finished_and_keeps_the
 
 def test_a_neighbours_rate_around_a_fault_is_its_whole_seconds_before_and_after_the_faults_second() -> None:
     line = {"t0": timeline.iso(T0), "per_s": [10, 11, 5, 12, 12, 7], "measured_s": 5.5}
-    seen = timeline.around(line, timeline.iso(T0 + 2.3))
+    seen = reading.around(line, timeline.iso(T0 + 2.3))
     assert seen == {"inside": True, "before": [10.0, 11.0], "after": [12.0, 12.0], "at_second": 2}
-    assert timeline.around(line, timeline.iso(T0 + 9))["inside"] is False
+    assert reading.around(line, timeline.iso(T0 + 9))["inside"] is False
 
 
 def test_bandwidth_beside_a_hog_is_split_from_the_same_timeline_by_the_hogs_instants() -> None:
     line = {"t0": timeline.iso(T0), "per_s": [3800, 3850, 1600, 1500, 3000, 3840], "measured_s": 6.0}
-    split = timeline.split(line, timeline.iso(T0 + 2.0), timeline.iso(T0 + 4.5))
+    split = reading.split(line, timeline.iso(T0 + 2.0), timeline.iso(T0 + 4.5))
     assert split["alone"] == {"mean": 3830.0, "min": 3800.0, "max": 3850.0, "seconds": 3}
     assert split["beside"] == {"mean": 1550.0, "min": 1500.0, "max": 1600.0, "seconds": 2}
     assert split["drop_fraction"] == pytest.approx(1 - 1550 / 3830, abs=1e-3)
@@ -220,7 +222,7 @@ def test_a_delay_outside_the_window_is_refused(capsys: pytest.CaptureFixture[str
 
 def test_the_fault_probe_as_a_module_without_libcuda_prints_its_json_with_the_childs_pid(tmp_path: Any) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    argv = [sys.executable, "-m", "components.incluster.fault", "--json", "--role", "faulter", "--window", "2",
+    argv = [sys.executable, "-m", "components.incluster.probes.fault", "--json", "--role", "faulter", "--window", "2",
             "--delay", "1"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     last = json.loads(done.stdout.strip().splitlines()[-1])
@@ -298,7 +300,7 @@ def _recorded() -> list[tuple[str, dict[str, Any]]]:
 @pytest.mark.parametrize("role", ["neighbour", "faulter"])
 def test_the_fault_probe_prints_the_keys_it_printed_on_the_h200_and_the_pod_it_ran_in(role: str, tmp_path: Any) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1"), "GPUSHARE_POD_NAME": "gpushare-proof-a"}
-    argv = [sys.executable, "-m", "components.incluster.fault", "--json", "--role", role, "--window", "1",
+    argv = [sys.executable, "-m", "components.incluster.probes.fault", "--json", "--role", role, "--window", "1",
             "--delay", "0.5"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     line = json.loads(done.stdout.strip().splitlines()[-1])
@@ -315,7 +317,7 @@ def test_the_bandwidth_probe_prints_the_keys_it_printed_on_the_h200_and_the_pod_
     role: str, tmp_path: Any
 ) -> None:
     env = {**os.environ, "GPUSHARE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
-    argv = [sys.executable, "-m", "components.incluster.bandwidth", "--json", "--role", role, "--window", "1",
+    argv = [sys.executable, "-m", "components.incluster.probes.bandwidth", "--json", "--role", role, "--window", "1",
             "--delay", "0.2", "--hog-seconds", "0.5"]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     line = json.loads(done.stdout.strip().splitlines()[-1])
@@ -361,7 +363,7 @@ def test_on_the_h200_a_fault_took_the_neighbour_down_only_under_mps() -> None:
     fates = {}
     for setup in ("bare", "hami-core", "mps"):
         data = json.loads((RECORD / "fault" / f"{setup}.json").read_text())
-        seen = timeline.around(data["neighbour"]["timeline"], data["faulter"]["fault_at"])
+        seen = reading.around(data["neighbour"]["timeline"], data["faulter"]["fault_at"])
         assert seen["inside"] and len(seen["before"]) >= 1 and all(rate > 0 for rate in seen["before"])
         fates[setup] = (data["neighbour"]["survived"], len(seen["after"]) >= 1)
     assert fates == {"bare": (True, True), "hami-core": (True, True), "mps": (False, False)}

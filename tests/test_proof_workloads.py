@@ -132,7 +132,7 @@ def test_memory_probe_command_carries_the_expectation(plans: dict[str, Plan]) ->
     )
     for stack, contract, hold, extra, sweep in cases:
         argv = memory_argv(plans[stack], "pod-b")
-        assert argv[:4] == ["python3", "-m", "incluster.memory", "--json"]
+        assert argv[:4] == ["python3", "-m", "incluster.probes.memory", "--json"]
         assert flag(argv, "--expect-limit-mib") == str(contract.visible_mib)
         assert flag(argv, "--hold-mib") == hold
         assert flag(argv, "--keep-holding") == hold
@@ -154,21 +154,30 @@ def steps(plan: Plan, role: str) -> list[list[str]]:
 
 
 def probes_run(plan: Plan, role: str) -> list[str]:
-    """What each step runs: a module (`-m incluster.fault`) , every probe."""
+    """What each step runs: a module (`-m incluster.probes.fault`) , every probe."""
     return [argv[2] if argv[1] == "-m" else argv[1] for argv in steps(plan, role)]
 
 
 def test_pod_a_measures_as_the_neighbour_then_compute_and_pod_b_faults_and_hogs_first(plans: dict[str, Plan]) -> None:
     a, b = steps(plans["cluster"], "pod-a"), steps(plans["cluster"], "pod-b")
-    assert [s[:3] for s in a] == [["python3", "-m", "incluster.fault"], ["python3", "-m", "incluster.bandwidth"],
-                                  ["python3", "-m", "incluster.compute"],
-                                  ["python3", "-m", "incluster.memory"]]  # fmt: skip
+    assert [s[:3] for s in a] == [["python3", "-m", "incluster.probes.fault"],
+                                  ["python3", "-m", "incluster.probes.bandwidth"],
+                                  ["python3", "-m", "incluster.probes.compute"],
+                                  ["python3", "-m", "incluster.probes.memory"]]  # fmt: skip
     assert a[2][3:] == ["--json", "--seconds", "20", "--baseline", "child"]
     assert flag(a[0], "--role") == "neighbour" and flag(a[1], "--role") == "neighbour"
     # Only A measures compute: B would compete for the SMs and spoil both numbers.
-    assert probes_run(plans["cluster"], "pod-b") == ["incluster.fault", "incluster.bandwidth", "incluster.memory"]
+    assert probes_run(plans["cluster"], "pod-b") == [
+        "incluster.probes.fault",
+        "incluster.probes.bandwidth",
+        "incluster.probes.memory",
+    ]
     assert flag(b[0], "--role") == "faulter" and flag(b[1], "--role") == "hog"
-    assert probes_run(plans["k3s"], "pod-a") == ["incluster.fault", "incluster.bandwidth", "incluster.memory"]
+    assert probes_run(plans["k3s"], "pod-a") == [
+        "incluster.probes.fault",
+        "incluster.probes.bandwidth",
+        "incluster.probes.memory",
+    ]
 
 
 def test_both_pods_neighbour_steps_last_as_long_so_what_follows_starts_together(plans: dict[str, Plan]) -> None:
@@ -223,23 +232,25 @@ def test_whole_gpu_pod_only_on_gke_waited_for_before_the_slices(plans: dict[str,
 def test_probe_configmap_holds_the_probe_files_mounted_read_only(plans: dict[str, Plan]) -> None:
     cm = plans["k3s"].one("kubernetes:core/v1:ConfigMap", f"{PREFIX}-probes")
     folder = Path(incluster.__file__).parent
-    expected = {p.name: p.read_text() for p in folder.glob("*.py")}
-    assert cm["inputs"]["data"] == expected  # __init__.py too: the mounted folder is the package
-    assert {"__init__.py", "memory.py", "compute.py", "verifier.py", "judge.py", "checks.py", "expectation.py",
-            "kube.py"} <= set(expected)  # fmt: skip
+    expected = {p.relative_to(folder).as_posix().replace("/", "."): p.read_text() for p in folder.rglob("*.py")}
+    assert cm["inputs"]["data"] == expected  # every __init__.py too: the mounted tree is the package
+    assert {"__init__.py", "probes.__init__.py", "probes.memory.py", "probes.compute.py", "verifier.py", "judge.py",
+            "checks.registry.py", "expectation.py", "kube.py"} <= set(expected)  # fmt: skip
     spec = pod(plans["k3s"], "pod-a")["inputs"]["spec"]
     assert spec["volumes"][0]["configMap"]["name"] == cm["inputs"]["metadata"]["name"]
+    items = {i["key"]: i["path"] for i in spec["volumes"][0]["configMap"]["items"]}
+    assert items["probes.memory.py"] == "probes/memory.py"  # each key back at its path: the kubelet makes the tree
     assert spec["containers"][0]["volumeMounts"] == [
         {"name": "probes", "mountPath": "/opt/gpushare/incluster", "readOnly": True}]  # fmt: skip
     env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
-    assert env["PYTHONPATH"] == "/opt/gpushare"  # so `python3 -m incluster.memory` imports the mounted package
+    assert env["PYTHONPATH"] == "/opt/gpushare"  # so `-m incluster.probes.memory` imports the mount
 
 
 def test_probe_files_are_refused_without_the_memory_probes_findings_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    files = {k: v for k, v in incluster.files().items() if k != "memory_findings.py"}
-    assert "from .memory_findings import" in files["memory.py"]  # the memory probe cannot start without it
+    files = {k: v for k, v in incluster.files().items() if k != "probes.memory_findings.py"}
+    assert "from .memory_findings import" in files["probes.memory.py"]  # the memory probe cannot start without it
     monkeypatch.setattr(incluster, "files", lambda: files)
-    with pytest.raises(FileNotFoundError, match=r"memory_findings\.py"):
+    with pytest.raises(FileNotFoundError, match=r"probes/memory_findings\.py"):
         workloads.probe_files()
 
 

@@ -18,7 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from components.incluster import judge
-from components.incluster.parse import timestamp
+from components.incluster.evidence.parse import timestamp
 from tests.helpers.recorded import edit_probe, load, probe_line
 
 EXAMPLES = settings(max_examples=25, deadline=None)

@@ -136,8 +136,10 @@ def test_layout_page_names_every_module_and_folder_of_components() -> None:
     components = ROOT / "components"
     named = [p.name for p in components.glob("*.py") if p.name != "__init__.py"]
     named += [f"components/{p.name}/" for p in components.iterdir() if (p / "__init__.py").is_file()]
-    for folder in ("compose", "contracts", "platform", "gpu", "verify"):
+    for folder in ("compose", "contracts", "platform", "gpu", "verify", "incluster"):
         named += [p.name for p in (components / folder).glob("*.py") if p.name != "__init__.py"]
+    for room in sorted((components / "incluster").glob("*/__init__.py")):  # its rooms, each module of each
+        named += [f"  {room.parent.name}/", *(p.name for p in room.parent.glob("*.py") if p.name != "__init__.py")]
     named += [p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml")]
     missing = [name for name in named if name not in layout]
     assert not missing, f"docs/layout.md does not name {missing}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.incluster import ready_gate_pod
-from tests.helpers.probes import ROOT, module_argv
+from tests.helpers.probes import ROOT
 
 TOKEN = "gate-token"
 
@@ -86,8 +87,8 @@ def _run(base: str, token: Path, timeout: str) -> subprocess.CompletedProcess[st
         "GATE_TIMEOUT": timeout,
         "GATE_INTERVAL": "0.05",
     }
-    return subprocess.run(module_argv("ready_gate_pod"), env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=30, check=False)  # fmt: skip
+    argv = [sys.executable, "-m", "components.incluster.ready_gate_pod"]
+    return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
 
 
 def test_gate_exits_0_once_the_object_turns_ready(api) -> None:
@@ -149,6 +150,8 @@ def test_hami_waits_until_the_gpu_operators_cluster_policy_is_ready(plan_stack) 
     assert container["volumeMounts"][0]["mountPath"] == "/opt/gpushare/incluster"
     files = plan.one("kubernetes:core/v1:ConfigMap", "gpu-operator-ready-files")
     assert {"__init__.py", "ready_gate_pod.py", "kube.py"} <= set(files["inputs"]["data"])
+    (volume,) = gate["inputs"]["spec"]["template"]["spec"]["volumes"]
+    assert volume["configMap"]["name"] == files["inputs"]["metadata"]["name"] and volume["configMap"]["items"]
     assert "gpu-operator-ready-job" in plan.one("kubernetes:helm.sh/v3:Release", "hami-release")["dependsOn"]
 
 

@@ -13,14 +13,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from components.incluster import message
-from tests.helpers.probes import load_probe
+from components.incluster import message, verifier
 from tests.helpers.recorded import load_raw as load
 
 VERIFIER = Path(__file__).resolve().parent.parent / "components" / "incluster" / "verifier.py"
 TOKEN = "test-token"
-
-verifier = load_probe("verifier")
 
 
 def pod_object(name: str, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
@@ -260,12 +257,11 @@ def test_verifier_sends_the_service_account_token(tmp_path: Path, serve: Any) ->
 
 
 def test_everything_that_runs_in_pods_imports_only_the_standard_library() -> None:
-    """The in-cluster folder is mounted flat into a python:3.12-slim Pod, where nothing else is installed."""
+    """The in-cluster package is mounted into a python:3.12-slim Pod, where nothing else is installed."""
     import ast
     import sys
 
-    siblings = {p.stem for p in VERIFIER.parent.glob("*.py")}
-    for path in VERIFIER.parent.glob("*.py"):
+    for path in sorted(VERIFIER.parent.rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -275,7 +271,7 @@ def test_everything_that_runs_in_pods_imports_only_the_standard_library() -> Non
             else:
                 continue
             for root in roots:
-                assert root in sys.stdlib_module_names or root in siblings or root == "__future__", (
+                assert root in sys.stdlib_module_names or root == "__future__", (
                     path,
                     root,
                 )

@@ -11,8 +11,8 @@ from components.contracts.sharing import SharingSetup
 from components.gpu.gke_cdi import CONTAINER_DRIVER_ENV
 from components.gpu.hami import runtime_class_for
 from components.images import mirrored
-from components.incluster import escape
-from components.incluster.checks import REGISTRY
+from components.incluster.checks import escape
+from components.incluster.checks.registry import REGISTRY
 from components.incluster.expectation import Expectation, PodTry
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
 from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings, proof_pod_names, try_pod_name

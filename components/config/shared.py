@@ -34,7 +34,7 @@ from components.images import (
     registry_host_problem,
     upstream_host,
 )
-from components.incluster.check_compute import BAND_POINTS, UNLIMITED_POINTS, highest_shown
+from components.incluster.checks.compute import BAND_POINTS, UNLIMITED_POINTS, highest_shown
 from components.sizing import (
     default_extra_gib,
     default_hold_gib,
@@ -295,7 +295,7 @@ def check_proof_numbers(cfg: Stack) -> None:
 
 def check_compute_share(cfg: Stack) -> None:
     """A compute share the proof can tell from none: in a cluster only Pod A computes, and the limiter lets one Pod
-    alone run up to its ask plus the overshoot measured on the H200 (components/incluster/check_compute.py)."""
+    alone run up to its ask plus the overshoot measured on the H200 (components/incluster/checks/compute.py)."""
     cores = cfg.verify.cores_percent
     if cores is None or not cfg.verify.enabled or cores <= highest_shown("alone"):
         return

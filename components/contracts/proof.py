@@ -13,13 +13,13 @@ from typing import Literal
 
 import pulumi
 
-from components.incluster.checks import CHECKS
+from components.incluster.checks.registry import CHECKS
 from components.incluster.expectation import Mechanism, Monitor, NodeRegistration
 
 CheckId = str
 """One of CHECK_IDS."""
 CHECK_IDS: tuple[CheckId, ...] = tuple(check.id for check in CHECKS)
-"""Derived from the check objects (components/incluster/checks.py), the only list of checks."""
+"""Derived from the check objects (components/incluster/checks/registry.py), the only list of checks."""
 
 
 @dataclass(frozen=True)

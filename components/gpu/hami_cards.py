@@ -11,7 +11,7 @@ device.go:742), on an idle node all tie, and ties keep the register annotation's
 
 from __future__ import annotations
 
-from components.incluster.parse import parse_node_register
+from components.incluster.evidence.parse import parse_node_register
 
 USE_UUID_ANNOTATION = "nvidia.com/use-gpuuuid"
 """HAMi's Pod annotation: a comma-separated list of the only card UUIDs the Pod may be placed on (HAMi v2.9.0

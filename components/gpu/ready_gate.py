@@ -96,13 +96,13 @@ def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> d
                             *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
                             *([{"name": "GATE_HINT", "value": args.hint}] if args.hint else []),
                         ],
-                        "volumeMounts": [{"name": "files", "mountPath": incluster.MOUNT_PATH, "readOnly": True}],
+                        "volumeMounts": [incluster.volume_mount("files")],
                         # The gate's last line ("not ready in time: … last seen: …") becomes the message the
                         # provider's Job error carries.
                         "terminationMessagePolicy": "FallbackToLogsOnError",
                     }
                 ],
-                "volumes": [{"name": "files", "configMap": {"name": files, "defaultMode": 0o444}}],
+                "volumes": [incluster.volume("files", files)],
             }
         },
     }

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .strict import backsteps, normal_path
+from .evidence.strict import backsteps, normal_path
 
 LIMITED, UNLIMITED, SYSTEM = "limited", "unlimited", "system"
 CLASSES = (LIMITED, UNLIMITED, SYSTEM)

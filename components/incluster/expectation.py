@@ -241,7 +241,8 @@ def _convert(kind: Any, value: Any, where: str) -> Any:
     accepted = _SCALARS.get(kind)
     if accepted is None:
         raise TypeError(f"{where}: no conversion for {kind!r}")
-    if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
+    valid = isinstance(value, accepted) and (kind is bool or not isinstance(value, bool))
+    if not valid:
         raise ValueError(f"{where} must be {kind.__name__}, got {value!r}")
     return float(value) if kind is float else value
 

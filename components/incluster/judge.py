@@ -1,8 +1,9 @@
 """Judging the proof: the expectation and the recorded evidence → checks, findings and ghost quota.
 
 Pure functions, standard library only: the same file runs inside the verifier Pod and in the tests. Nothing here
-reads a file, the network or the clock. The evidence is read once into the record (record.py); every check comes
-from checks.CHECKS and reads only the record: a part it reads that is not judgeable fails it with the reason.
+reads a file, the network or the clock. The evidence is read once into the record (evidence/record.py); every check
+comes from checks/registry.CHECKS and reads only the record: a part it reads that is not judgeable fails it with the
+reason.
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import cross_card, escape
-from .check_compute import under_delivered
-from .check_neighbours import bandwidth_finding, bandwidth_planned
-from .check_rule import library_mapped, preloaded
-from .checks import REGISTRY
-from .evidence import probe_error
+from .checks import cross_card, escape
+from .checks.compute import under_delivered
+from .checks.neighbours import bandwidth_finding, bandwidth_planned
+from .checks.registry import REGISTRY
+from .checks.rule import library_mapped, preloaded, probe_error
+from .evidence.record import Record
 from .expectation import Expectation, PodTry
-from .record import Record
 
 FINDING_KEYS = ("id", "tried", "observed", "bypassed", "why")
 """Every finding carries these (`why` only when `bypassed` is null); `pod` and `probe` say where it came from."""

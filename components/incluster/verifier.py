@@ -30,10 +30,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import audit, judge, message
-from .evidence import HAMI_BIND_ANNOTATIONS
+from .evidence.parse import probe_results
+from .evidence.pods import HAMI_BIND_ANNOTATIONS
 from .expectation import Expectation
 from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
-from .parse import probe_results
 
 DEFAULTS = {
     "GPUSHARE_API_URL": IN_CLUSTER_URL,

@@ -21,7 +21,7 @@ from components.providers import k8s
 from components.pulumi_internals import offline_plan, unknown_output
 from components.reader_account import reader_account
 from components.verify import report
-from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, MOUNT_PATH, WAIT_ENDED
+from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, WAIT_ENDED
 
 VERIFIER_POD = "gpushare-verifier"
 DEADLINE_MARGIN_SECONDS = 300
@@ -221,11 +221,11 @@ class Verifier(pulumi.ComponentResource):
                             {"name": "PYTHONUNBUFFERED", "value": "1"},
                             *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
                         ],
-                        "volumeMounts": [{"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}],
+                        "volumeMounts": [incluster.volume_mount("probes")],
                         "terminationMessagePolicy": "FallbackToLogsOnError",
                     }
                 ],
-                "volumes": [{"name": "probes", "configMap": {"name": args.config_map_name, "defaultMode": 0o444}}],
+                "volumes": [incluster.volume("probes", args.config_map_name)],
             },
             opts=pulumi.ResourceOptions.merge(
                 child(*access, *args.proof_pods, replace_first=True),

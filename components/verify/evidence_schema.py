@@ -1,10 +1,11 @@
 """The evidence record's declared schemas as JSON Schema: `python -m components.verify.evidence_schema [--write]`.
 
-The schemas are declared once, in the in-cluster package (probe_schema.py, object_schema.py), where the judge
-validates every record against them; this writes them to docs/evidence/*.schema.json for other readers (and the
-tests, which validate every recorded run with `jsonschema`). JSON Schema states kinds, units and bounds; the
-invariants that relate fields are listed in each object's `$comment` and checked by the judge alone. Without
-`--write` it exits 1 when a committed file is not what the schemas give.
+The schemas are declared once, in the in-cluster package (components/incluster/evidence/: each probe's
+*_schema.py, object_schema.py), where the judge validates every record against them; this writes them to
+docs/evidence/*.schema.json for other readers (and the tests, which validate every recorded run with `jsonschema`).
+JSON Schema states kinds, units and bounds; the invariants that relate fields are listed in each object's
+`$comment` and checked by the judge alone. Without `--write` it exits 1 when a committed file is not what the
+schemas give.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.incluster.object_schema import EVIDENCE, POD
-from components.incluster.probe_schema import COMPUTE, MEMORY
-from components.incluster.schema import Arr, Field, Int, Num, Obj, Schema
-from components.incluster.step_schema import BANDWIDTH, FAULT
+from components.incluster.evidence.bandwidth_schema import BANDWIDTH
+from components.incluster.evidence.compute_schema import COMPUTE
+from components.incluster.evidence.fault_schema import FAULT
+from components.incluster.evidence.memory_schema import MEMORY
+from components.incluster.evidence.object_schema import EVIDENCE, POD
+from components.incluster.evidence.schema import Arr, Field, Int, Num, Obj, Schema
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "docs" / "evidence"

@@ -17,14 +17,17 @@ import pulumi
 
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
-from components.incluster import compute, provenance
+from components.incluster.probes import compute, provenance
 from components.providers import k8s
 from components.verify import phases as neighbour_phases
 
-REQUIRED_FILES = ("__init__.py", "memory.py", "memory_findings.py", "compute.py", "fault.py", "bandwidth.py",
-                  "timeline.py", "verifier.py", "judge.py", "checks.py", "kube.py")  # fmt: skip
-MOUNT_PATH = incluster.MOUNT_PATH
-PACKAGE = incluster.PACKAGE
+PROBES = "probes"
+"""The room of the package the proof Pods run: `python3 -m incluster.probes.<probe>`."""
+REQUIRED_FILES = ("__init__.py", "probes/__init__.py", "probes/memory.py", "probes/memory_findings.py",
+                  "probes/memory_child.py", "probes/compute.py", "probes/compute_kernel.py", "probes/fault.py",
+                  "probes/bandwidth.py", "probes/timeline.py", "verifier.py", "judge.py", "checks/registry.py",
+                  "kube.py")  # fmt: skip
+"""Modules the Pods run or import, by path: without one of them the plan stops before any resource."""
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"
 OVERCOMMIT_POD = "gpushare-overcommit"
@@ -94,9 +97,9 @@ class ProofWorkloadsArgs:
 
 
 def probe_files() -> dict[str, str]:
-    """The files mounted at MOUNT_PATH: the whole in-cluster package (probes, verifier, judge, checks, API client)."""
+    """The ConfigMap data mounted at incluster.MOUNT_PATH: the whole in-cluster package, keyed by incluster.key."""
     files = incluster.files()
-    missing = [name for name in REQUIRED_FILES if name not in files]
+    missing = [path for path in REQUIRED_FILES if incluster.key(path) not in files]
     if missing:
         raise FileNotFoundError(f"in-cluster files missing: {', '.join(missing)} under {incluster.HERE}")
     return files
@@ -109,7 +112,7 @@ def _gib_list(values: Sequence[float]) -> str:
 def _memory_probe(probes: ProbeSettings) -> list[str]:
     """The memory probe with the quota it expects (none where the mechanism sets none)."""
     expected = [] if probes.expect_limit_mib is None else ["--expect-limit-mib", str(probes.expect_limit_mib)]
-    return incluster.pod_command("memory", "--json", *expected)
+    return incluster.pod_command(f"{PROBES}.memory", "--json", *expected)
 
 
 def memory_command(probes: ProbeSettings, delay_s: float = 0.0) -> list[str]:
@@ -132,11 +135,11 @@ def memory_command(probes: ProbeSettings, delay_s: float = 0.0) -> list[str]:
 def compute_command(probes: ProbeSettings) -> list[str]:
     """The compute probe's argv: a limited run and an unlimited baseline on the same card."""
     seconds = str(probes.compute_seconds)
-    return incluster.pod_command("compute", "--json", "--seconds", seconds, "--baseline", "child")
+    return incluster.pod_command(f"{PROBES}.compute", "--json", "--seconds", seconds, "--baseline", "child")
 
 
-def module_command(module: str, *args: str) -> list[str]:
-    return ["python3", "-m", f"{PACKAGE}.{module}", "--json", *args]
+def module_command(probe: str, *args: str) -> list[str]:
+    return incluster.pod_command(f"{PROBES}.{probe}", "--json", *args)
 
 
 def neighbour_commands(steps: neighbour_phases.Phases, pod: Literal["a", "b"]) -> list[list[str]]:
@@ -200,13 +203,6 @@ def co_located_with(pod_name: str) -> dict[str, Any]:
     }
 
 
-def _volume(config_map_name: pulumi.Input[str]) -> dict[str, Any]:
-    return {"name": "probes", "configMap": {"name": config_map_name, "defaultMode": 0o444}}
-
-
-_MOUNT = {"name": "probes", "mountPath": MOUNT_PATH, "readOnly": True}
-
-
 def downward_env() -> list[dict[str, Any]]:
     """The Pod's own name, UID, namespace and node, from the downward API: what its probe prints as provenance."""
     return [{"name": provenance.ENV[key], "valueFrom": {"fieldRef": {"fieldPath": path}}}
@@ -234,7 +230,7 @@ def proof_pod_spec(
     if config_map_name is not None:  # a probe runs: it prints the Pod it ran in, as the API server names it
         container["env"] += downward_env()
     if config_map_name is not None:
-        container["volumeMounts"] = [_MOUNT]
+        container["volumeMounts"] = [incluster.volume_mount("probes")]
         # Ready only once the probe wrote its ready file, which it does only when its checks passed.
         container["readinessProbe"] = {"exec": {"command": ["test", "-f", READY_FILE]}, "periodSeconds": 5}
         container["terminationMessagePolicy"] = "FallbackToLogsOnError"
@@ -261,7 +257,7 @@ def proof_pod_spec(
     if request.runtime_class_name:
         spec["runtimeClassName"] = request.runtime_class_name
     if config_map_name is not None:
-        spec["volumes"] = [_volume(config_map_name)]
+        spec["volumes"] = [incluster.volume("probes", config_map_name)]
     if affinity:
         spec["affinity"] = dict(affinity)
     return spec

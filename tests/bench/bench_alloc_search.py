@@ -18,8 +18,8 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.abspath(ROOT))  # a script, not a test: the probes are modules of the package there
 
-from components.incluster._cuda import MIB, Cuda, ProbeError  # noqa: E402
-from components.incluster.memory import CHUNK_MIB, Allocator, chunks_phase, largest_allocation, search_bound  # noqa: E402
+from components.incluster.probes.cuda import MIB, Cuda, ProbeError  # noqa: E402
+from components.incluster.probes.memory import CHUNK_MIB, Allocator, chunks_phase, largest_allocation, search_bound  # noqa: E402
 
 
 class CappedCuda:

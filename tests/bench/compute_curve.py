@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from components.incluster.parse import probe_results
+from components.incluster.evidence.parse import probe_results
 from components.verify.host.runner import clean_env, hami_env, probe, run_process
 
 SHAPE = "short_many"

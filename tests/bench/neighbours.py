@@ -22,8 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from components.incluster.parse import probe_results
-from components.incluster.timeline import around, split
+from components.incluster.evidence.parse import probe_results
+from components.incluster.evidence.timeline import around, split
 from components.verify.host.runner import (
     ROOT,
     clean_env,
@@ -128,7 +128,7 @@ def first_toucher(lib: str, out: Path) -> dict[str, Any]:
     Path(DEFAULT_CACHE).unlink(missing_ok=True)
     found["kai-pod-first"] = _memory(kai, "--findings")
     Path(DEFAULT_CACHE).unlink(missing_ok=True)
-    child = [sys.executable, "-m", "components.incluster.memory_findings", "--child", "view", "--child-mib", "0"]
+    child = [sys.executable, "-m", "components.incluster.probes.memory_child", "--child", "view", "--child-mib", "0"]
     made = subprocess.run(child, env=bare, capture_output=True, text=True, timeout=120, cwd=ROOT)
     found["env-less-first"] = {"env_less_child": made.stdout.strip().splitlines()[-1:] or made.stderr[-300:],
                                "kai_pod_after": _memory(kai)}  # fmt: skip

@@ -8,8 +8,8 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-PROBES = ROOT / "components" / "incluster"
-PACKAGE = "components.incluster"
+PROBES = ROOT / "components" / "incluster" / "probes"
+PACKAGE = "components.incluster.probes"
 
 
 def load_probe(name: str) -> ModuleType:
@@ -17,5 +17,5 @@ def load_probe(name: str) -> ModuleType:
 
 
 def module_argv(name: str, *args: str) -> list[str]:
-    """`python -m components.incluster.<name> ARGS`, run with the repository root as cwd (`cwd=ROOT`)."""
+    """`python -m components.incluster.probes.<name> ARGS`, run with the repository root as cwd (`cwd=ROOT`)."""
     return [sys.executable, "-m", f"{PACKAGE}.{name}", *args]

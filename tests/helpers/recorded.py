@@ -90,7 +90,7 @@ def real_run(stack: str, record: str) -> tuple[Expectation, dict[str, Any]]:
 
 
 # ---------------------------------------------------------------- edits that keep a result consistent with itself
-# The record refuses a result whose figures contradict each other (probe_schema's invariants): an edit meant to
+# The record refuses a result whose figures contradict each other (its schema's invariants): an edit meant to
 # reach one check's own judgement changes every figure the probe derives from the one it changes.
 
 

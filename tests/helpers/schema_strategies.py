@@ -1,5 +1,5 @@
-"""Hypothesis strategies drawn from the evidence's declared schemas (components/incluster/schema.py): values of each
-kind, values of the wrong kind, and the leaves of a recorded value with the kind each one has."""
+"""Hypothesis strategies drawn from the evidence's declared schemas (components/incluster/evidence/schema.py):
+values of each kind, values of the wrong kind, and the leaves of a recorded value with the kind each one has."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from components.incluster.schema import AnyOf, Arr, Bool, Int, Map, Maybe, Num, Obj, Schema, Str, Time
+from components.incluster.evidence.schema import AnyOf, Arr, Bool, Int, Map, Maybe, Num, Obj, Schema, Str, Time
 
 TEXT = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12)
 

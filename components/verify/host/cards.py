@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from components.incluster import cross_card
+from components.incluster.checks import cross_card
 from components.incluster.expectation import Expectation, PodTry
 from components.verify.host.runner import clean_env, probe
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.incluster import escape
-from components.incluster.checks import REGISTRY
+from components.incluster.checks import escape
+from components.incluster.checks.registry import REGISTRY
 from components.incluster.expectation import Expectation
 from components.verify.phases import Phases
 
@@ -66,7 +66,7 @@ def probe_argv(command: Sequence[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for argv in parts:
         for probe in POD_PROBES:
-            # `python3 -m incluster.memory …`, or a plan's older `python3 /gpushare/memory.py …`
+            # `python3 -m incluster.probes.memory …`, or a plan's older `python3 /gpushare/memory.py …`
             script = next((i for i, word in enumerate(argv) if word.endswith(f"/{probe}.py")
                            or (word.endswith(f".{probe}") and i > 0 and argv[i - 1] == "-m")), None)  # fmt: skip
             if script is not None:

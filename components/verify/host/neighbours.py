@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from components.incluster import judge
-from components.incluster.check_neighbours import BANDWIDTH_FINDING_ID, FAULT_ISOLATION_ID
+from components.incluster.checks.neighbours import BANDWIDTH_FINDING_ID, FAULT_ISOLATION_ID
+from components.incluster.evidence.timeline import around
 from components.incluster.expectation import Expectation
-from components.incluster.timeline import around
 
 POD_ORDER = ("fault", "bandwidth", "compute", "memory")
 """A proof Pod's probes in the order it ran them (ties.POD_ORDER): its log as the verifier reads it."""
@@ -83,7 +83,7 @@ def _n(values: list[float]) -> str:
 
 def fault_cell(s: Mapping[str, Any]) -> str:
     """`ran on: 80,039 84,307 · 66,218 · 79,869` or `died 0.15 s after: 89,847 88,995 · 32,468 · –`."""
-    from components.incluster.strict import instant
+    from components.incluster.evidence.strict import instant
 
     at = _n([s["at"]] if s["at"] is not None else [])
     if s["survived"] is False and s["died_at"] and s["fault_at"]:

@@ -16,10 +16,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from components.incluster import judge, provenance
+from components.incluster import judge
+from components.incluster.evidence.parse import probe_results
 from components.incluster.expectation import Expectation
-from components.incluster.memory_findings import with_neighbours
-from components.incluster.parse import probe_results
+from components.incluster.probes import provenance
+from components.incluster.probes.memory_findings import with_neighbours
 from components.verify import phases
 from components.verify.host import cards, expectation
 from components.verify.host.runner import (

@@ -416,7 +416,7 @@ def rejudge(record: Path) -> list[str]:
     """Judge every run's recorded probe output again with this repository's judge (the probes ran on the GPU host;
     the judge needs none). Cluster-only checks stay as the run reported them. Returns the runs judged again."""
     from components.incluster import judge
-    from components.incluster.memory_findings import with_neighbours
+    from components.incluster.probes.memory_findings import with_neighbours
     from components.verify.host.expectation import POD_ANNOTATION_PARTS
     from components.verify.host.proof import context_charges
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from components.incluster.timeline import around
+from components.incluster.evidence.timeline import around
 
 MARK = {True: "pass", False: "**fail**", None: "–"}
 _RUN = re.compile(r"^(?P<stack>[a-z0-9]+)-(?P<setup>[a-z-]+?)-(?P<i>\d+)$")

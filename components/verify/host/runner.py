@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.incluster.devices import is_device_limit
+from components.incluster.probes.process import is_device_limit
 
 ROOT = Path(__file__).resolve().parents[3]
-"""The repository root: the probes run as modules of components.incluster from there."""
-PACKAGE = "components.incluster"
+"""The repository root: the probes run as modules of components.incluster.probes from there."""
+PACKAGE = "components.incluster.probes"
 STRIPPED_ENV = (
     "LD_PRELOAD",
     "CUDA_DEVICE_MEMORY_LIMIT",

@@ -1,0 +1,161 @@
+"""What ties a validated probe result to the Pod that produced it, and what shows it is another's.
+
+Each function takes results and Pod records the record (record.py) has already validated and returns a problem,
+(field, why), or nothing: a result printed before its Pod existed or after it was read, the very output of another
+Pod's process, a Pod identity (downward API) other than the one the API server names, an OOM line of a process that
+is neither the probe nor its child, an audit that says the Pod opted out of the library its probe found loaded.
+Standard library only; pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
+from typing import Any
+
+from .parse import oom_processes
+from .strict import instant, normal_path
+
+CLOCK_SKEW_SECONDS = 5.0
+"""How far a node's clock (the probe's times) may run behind the API server's (the Pod's creationTimestamp) or the
+verifier's (when it read the Pod)."""
+CACHE_ENV = "CUDA_DEVICE_MEMORY_SHARED_CACHE"
+"""HAMi gives each container its own file (`<hook path>/vgpu/<uuid>.cache`: HAMi v2.9.0
+pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go:655, v2.10.0 :838); KAI sets none."""
+PROBE_TIMES = ("started_at", "ended_at", "phases.hold.started_at", "phases.hold.ended_at")
+_LINE_PID = re.compile(r"\(pid:(\d+)")
+LIBRARY_ABSENT_REASONS = ("cuda-disable-control", "isolator-inject-false", "isolator-not-injected")
+"""The audit's reasons that say HAMi-core is not in the Pod at all (the top's audit.py REASONS)."""
+Problem = tuple[str, str]
+
+
+def at(result: Mapping[str, Any], path: str) -> Any:
+    value: Any = result
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def line_pid(line: str) -> int | None:
+    """The process a HAMi-core line names (`(pid:1002 thread=…`): its getpid() (src/include/log_utils.h LOG_ERROR)."""
+    match = _LINE_PID.search(line)
+    return int(match[1]) if match else None
+
+
+def own_pids(results: Iterable[Mapping[str, Any]]) -> set[int] | None:
+    """The processes a Pod's probes say they were (each probe and its children), or None without provenance."""
+    blocks = [r["pod"] for r in results if r.get("pod")]
+    if not blocks:
+        return None
+    return {pid for b in blocks for pid in (b["pid"], *b["children"])}
+
+
+def same_process(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """What shows two probe results to come from one process, else None.
+
+    A (pid, thread) pair in HAMi-core's OOM lines (the thread is pthread_self(), an address that differs between
+    processes even where PID namespaces repeat PIDs); one per-container cache file, however spelled; every
+    timestamp the same instant, in whatever zone; one Pod UID.
+    """
+    shared = sorted(oom_processes(a.get("hami_oom_lines") or []) & oom_processes(b.get("hami_oom_lines") or []))
+    if shared:
+        named = ", ".join(f"pid {pid} thread {thread}" for pid, thread in shared)
+        return f"the same HAMi-core process in their OOM lines ({named})"
+    cache_a, cache_b = (a.get("env") or {}).get(CACHE_ENV), (b.get("env") or {}).get(CACHE_ENV)
+    if cache_a and cache_b and normal_path(cache_a) == normal_path(cache_b):
+        return f"the same {CACHE_ENV}={normal_path(cache_a)}, a file HAMi makes for one container"
+    times = [(at(a, k), at(b, k)) for k in PROBE_TIMES if at(a, k) is not None and at(b, k) is not None]
+    # Three or more: two probes that measured nothing (no GPU) may start and end in the same millisecond.
+    if len(times) >= 3 and all(instant(x, "a") == instant(y, "b") for x, y in times):
+        return "identical timestamps (" + ", ".join(str(x) for x, _ in times) + ")"
+    uid_a, uid_b = (a.get("pod") or {}).get("uid"), (b.get("pod") or {}).get("uid")
+    if uid_a and uid_a == uid_b:
+        return f"the same Pod UID {uid_a}"
+    return None
+
+
+def time_problem(name: str, probe: str, result: Mapping[str, Any], pod: Mapping[str, Any]) -> Problem | None:
+    """The result's times against its Pod's: created ≤ started, and ended ≤ when the container ended and when the
+    verifier read the Pod (each within the clock skew)."""
+    created = pod.get("creationTimestamp")
+    started = instant(result["started_at"], "started_at")
+    if created is not None and started < instant(created, "creationTimestamp") - CLOCK_SKEW_SECONDS:
+        return "started_at", (f"Pod {name}: its {probe} probe started at {result['started_at']}, before the Pod was"
+                              f" created ({created}): the output of an earlier Pod")  # fmt: skip
+    last = max(instant(result[k], k) for k in ("ended_at", "started_at", "keep_holding_since") if result.get(k))
+    read = pod.get("readAt")
+    if read is not None and last > instant(read, "readAt") + CLOCK_SKEW_SECONDS:
+        return "ended_at", f"Pod {name}: its {probe} probe ended after the verifier read it ({read})"
+    for status in pod.get("containerStatuses") or []:
+        finished = ((status.get("state") or {}).get("terminated") or {}).get("finishedAt")
+        if finished and last > instant(finished, "finishedAt") + CLOCK_SKEW_SECONDS:
+            return "ended_at", f"Pod {name}: its {probe} probe ended after its container did ({finished})"
+    return None
+
+
+def sequence_problem(name: str, results: Mapping[str, Mapping[str, Any]]) -> Problem | None:
+    """In one Pod, compute runs to its end before memory starts (workloads.container_command: `compute; exec
+    memory`, the host proof's steps in order)."""
+    compute, memory = results.get("compute"), results.get("memory")
+    if (
+        compute
+        and memory
+        and instant(compute["ended_at"], "c") > instant(memory["started_at"], "m") + CLOCK_SKEW_SECONDS
+    ):
+        return "started_at", (
+            f"Pod {name}: its memory probe started at {memory['started_at']}, before its compute"
+            f" probe ended ({compute['ended_at']}): the Pod runs them one after the other"
+        )
+    return None
+
+
+POD_ORDER = ("fault", "bandwidth", "compute", "memory")
+"""A proof Pod's steps in the order it runs them (workloads.container_command, the host proof's pod_steps)."""
+STEP_PROBES = ("fault", "bandwidth")
+
+
+def steps_problems(name: str, results: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """The fault and bandwidth steps each end before the Pod's next step starts: (probe, field, why) for each step
+    result out of that order (the step is refused, and the next one too where it is a step)."""
+    ran = [(probe, results[probe]) for probe in POD_ORDER if probe in results]
+    found: list[tuple[str, str, str]] = []
+    for (first, a), (second, b) in pairwise(ran):
+        if first not in STEP_PROBES:
+            continue
+        if instant(b["started_at"], "b") < instant(a["ended_at"], "a") - CLOCK_SKEW_SECONDS:
+            why = (f"Pod {name}: its {second} probe started at {b['started_at']}, before its {first} step ended"
+                   f" ({a['ended_at']}): the Pod runs them one after the other")  # fmt: skip
+            found.append((first, "ended_at", why))
+            if second in STEP_PROBES:
+                found.append((second, "started_at", why))
+    return found
+
+
+def provenance_problem(name: str, namespace: str, result: Mapping[str, Any], pod: Mapping[str, Any]) -> Problem | None:
+    """The Pod the probe says it ran in (its downward-API env) is the one the API server names: name, UID,
+    namespace and node."""
+    block = result.get("pod")
+    if not block:
+        return "pod", f"Pod {name}: the probe reports no Pod of its own (name, UID, node, pid): not tied to a Pod"
+    if not pod.get("uid") or not pod.get("creationTimestamp"):
+        return "pod.uid", f"Pod {name}: the API server's Pod object carries no UID or creation time to tie it to"
+    wanted = {"name": name, "uid": pod["uid"], "namespace": pod.get("namespace") or namespace,
+              "node": pod.get("nodeName")}  # fmt: skip
+    for key, value in wanted.items():
+        if block.get(key) != value:
+            return f"pod.{key}", (f"Pod {name}: the probe ran in {key} {block.get(key)!r}, the API server names"
+                                  f" {value!r}: another Pod's output")  # fmt: skip
+    return None
+
+
+def audit_problem(name: str, namespace: str, audit: Mapping[str, Any], mapped: bool) -> Problem | None:
+    """The audit (read from the Pod's spec) says the Pod keeps HAMi-core out, yet its probe found the library
+    loaded: the spec and the process cannot both be this Pod's."""
+    for row in audit.get("pods") or []:
+        if row["pod"] == f"{namespace}/{name}" and row["reason"] in LIBRARY_ABSENT_REASONS and mapped:
+            return "gpuAudit", (
+                f"Pod {name}: the GPU audit says its spec keeps HAMi-core out ({row['reason']}), yet"
+                " its probe found the library mapped: the spec and the process disagree"
+            )
+    return None
