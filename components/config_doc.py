@@ -112,8 +112,8 @@ def reference_markdown() -> str:
     def place(row: tuple[str, str, str]) -> int:
         return ORDER.index(row[0].removeprefix(f"{config.NAMESPACE}:").split(".")[0])
 
-    for (key, default, meaning), where in sorted(platforms.items(), key=lambda item: place(item[0])):
-        shown = "all" if len(where) == everywhere else ", ".join(where)
+    for (key, default, meaning), readers in sorted(platforms.items(), key=lambda item: place(item[0])):
+        shown = "all" if len(readers) == everywhere else ", ".join(readers)
         lines.append(f"| `{key}` | {shown} | {default} | {meaning} |")
     lines.append(END)
     return "\n".join(lines)
