@@ -3,8 +3,9 @@
     python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...] [--against PLAN]
 
 Loads `Pulumi.STACK.yaml` as `pulumi up` reads it (components/config/stack_yaml.py), applies each `-c` (a YAML
-value; a dotted key sets a nested value, and a key without namespace is the project's, as with `pulumi config set
---path`: `-c verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
+value at a key path as `pulumi config set --path` takes it, components/key_path.py: `-c verify.sliceMiB=4000`,
+`-c 'vm.allowedSourceRanges[0]=203.0.113.7/32'`, a key without namespace being the project's; `=null` removes
+what the path names, as `pulumi config rm --path` does), runs `__main__.py` with realistic mock answers and
 prints the resource tree. `--json` prints one deterministic object, versioned and described in docs/plan-json.md
 (schema: components/plan_view/plan.schema.json): `{"version", "stack", "against", "resources", "deleted",
 "outputs", "unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` map the JSON
@@ -33,6 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from components import key_path
 
 if TYPE_CHECKING:  # the mocks and the plan model load Pulumi: only a config that passes needs them
     from components.plan_view.model import Plan
@@ -160,26 +163,20 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
         if not sep:
             raise PlanInputError(f"-c {item!r}: write it as namespace:key=value, e.g. gpushare:verify.sliceMiB=4000")
         namespace, name = _config_key(key, f"-c {key}", path=True)
-        value = _program_value(_load_yaml(text, f"-c {key}"), f"{namespace}:{name}") if text else ""
-        first, *path_parts = name.split(".")
-        top = f"{namespace}:{first}"
-        if not path_parts:
-            if value is None:  # `-c gpushare:vm=null` removes a key, as `pulumi config rm` would
-                config.pop(top, None)
+        try:
+            steps = key_path.parse(name)
+            key_path.top_key(steps)
+        except key_path.KeyPathError as err:
+            raise PlanInputError(f"-c {key}: {err}") from None
+        where = key_path.key_text(namespace, steps)
+        value = _program_value(_load_yaml(text, f"-c {key}"), where) if text else ""
+        try:
+            if value is None:  # `=null` removes it, as `pulumi config rm --path` would
+                key_path.remove_value(config, namespace, steps)
             else:
-                config[top] = value
-            continue
-        node = config.setdefault(top, {})
-        if not isinstance(node, dict):
-            raise PlanInputError(f"-c {item!r}: {top} is not an object, so {key} cannot be set")
-        for part in path_parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise PlanInputError(f"-c {item!r}: {part} is not an object, so {key} cannot be set")
-        if value is None:  # `=null` on a nested key removes it, as `pulumi config rm --path` would
-            node.pop(path_parts[-1], None)
-        else:
-            node[path_parts[-1]] = value
+                key_path.set_value(config, namespace, steps, value)
+        except key_path.KeyPathError as err:
+            raise PlanInputError(f"-c {where}: {err}") from None
     from components.config.secrets import mock_secrets
 
     return mock_secrets(config, document or {})
@@ -342,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a config value; dotted keys set nested values",
+        help="set a config value at a key path as `pulumi config set --path` takes it (a.b[0]); =null removes it",
     )
     parser.add_argument("--root", type=Path, default=ROOT, help="directory of Pulumi.STACK.yaml and __main__.py")
     parser.add_argument(
