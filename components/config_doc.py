@@ -6,6 +6,7 @@ python -m components.config_doc --write    # rewrite it in docs/configuration.md
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -128,8 +129,15 @@ def rewrite(path: Path = PAGE) -> None:
     path.write_text(text[:start] + reference_markdown() + text[end:])
 
 
-if __name__ == "__main__":
-    if "--write" in sys.argv[1:]:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.config_doc", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"rewrite the table in {PAGE.parent.name}/{PAGE.name}")
+    if parser.parse_args(argv).write:
         rewrite()
     else:
         sys.stdout.write(reference_markdown() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

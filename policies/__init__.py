@@ -7,3 +7,7 @@ Python objects, so they also guard a program that composes the components differ
 `pulumi_policy`, the standard library, and components/pulumi_internals.py (the one module that names the
 private parts of pulumi_policy the harness and the secret markers use).
 """
+
+from components import setup_hint
+
+setup_hint.install()
