@@ -19,7 +19,7 @@ from components.plan import ROOT, run, stacks
 BEGIN = "<!-- air-gapped:begin -->"
 END = "<!-- air-gapped:end -->"
 RELEASE = "kubernetes:helm.sh/v3:Release"
-PAGE = ROOT / "docs" / "airgap.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "airgap.md"
 
 
 def _chart_row(inputs: dict[str, Any]) -> str:
@@ -31,7 +31,7 @@ def _chart_row(inputs: dict[str, Any]) -> str:
 
 def stack_markdown(stack: str) -> str:
     """One stack: its charts (chart and version) and the images it pulls, with no mirror set."""
-    plan = run(stack)
+    plan = run(stack, root=ROOT)  # the stacks this package carries
     lines = [f"### `{stack}`", ""]
     releases = sorted(plan.find(RELEASE), key=lambda r: r["inputs"]["chart"])
     if releases:

@@ -40,9 +40,13 @@ from components import key_path
 if TYPE_CHECKING:  # the mocks and the plan model load Pulumi: only a config that passes needs them
     from components.plan_view.model import Plan
 
-__all__ = ["ROOT", "Plan", "PlanInputError", "main", "read_stack_config", "run", "stacks"]
+__all__ = ["ROOT", "Plan", "PlanInputError", "main", "project_root", "read_stack_config", "run", "stacks"]
 
-ROOT = Path(__file__).resolve().parent.parent
+_PACKAGED = Path(__file__).resolve().parent / "project"
+ROOT = _PACKAGED if (_PACKAGED / "Pulumi.yaml").is_file() else Path(__file__).resolve().parent.parent
+"""The project this package carries: the checkout itself, or an installed wheel's copy of its Pulumi.yaml, program,
+example stacks and examples/ (components/project/, which setup.py fills)."""
+PROJECT_FILE = "Pulumi.yaml"
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 """The keys a Pulumi.<stack>.yaml holds (pulumi/automation/_stack_settings.py StackSettings; `environment`: ESC)."""
 
@@ -54,6 +58,14 @@ def __getattr__(name: str) -> Any:
 
         return Plan
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project a plan reads: the nearest folder from `start` (the current one) up that holds Pulumi.yaml, as the
+    Pulumi CLI finds its project (sdk/go/common/workspace/paths.go DetectProjectPathFrom), else the one this package
+    carries (ROOT), so that the example stacks plan anywhere."""
+    here = (start or Path.cwd()).resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / PROJECT_FILE).is_file()), ROOT)
 
 
 def stacks(root: Path = ROOT) -> list[str]:
@@ -118,13 +130,18 @@ def _config_key(text: str, where: str, *, path: bool) -> tuple[str, str]:
     return namespace, name
 
 
-def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
-    """The stack file's config as `pulumi up` reads it, with `-c` overrides applied, and the keys that hold secrets."""
+def read_stack_config(stack: str, overrides: list[str], root: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The stack file's config as `pulumi up` reads it, with `-c` overrides applied, and the keys that hold secrets;
+    the project is `root`, else the one found from the current folder (project_root)."""
+    root = root or project_root()
     from components.config.stack_yaml import key_text
 
     path = root / f"Pulumi.{stack}.yaml"
     if not path.exists():
-        raise PlanInputError(f"no stack file {path.name}; stacks here: {', '.join(stacks(root))}")
+        raise PlanInputError(
+            f"no stack file {path.name} in {root}; its stacks: {', '.join(stacks(root)) or 'none'} (a project of "
+            "your own: run in its folder, or pass --root DIR)"
+        )
     try:
         text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")  # the CLI strips a BOM (loaders.go:40)
     except (UnicodeDecodeError, OSError) as err:
@@ -264,15 +281,19 @@ def run(
     *,
     preview: bool = True,
     mocks: Any = None,
-    root: Path = ROOT,
+    root: Path | None = None,
 ) -> Plan:
-    """Plan a stack in a fresh Pulumi runtime state; raises ConfigError for invalid config."""
+    """Plan a stack in a fresh Pulumi runtime state, in the project `root` (else project_root()); raises ConfigError
+    for invalid config. The program runs in the project's folder, as `pulumi up` runs it (the language host chdirs
+    into the project: pulumi-language-python-exec, `os.chdir(args.pwd)`), so relative paths in config read alike."""
+    root = root or project_root()
     config, secret_keys = read_stack_config(stack, overrides or [], root)
     from components.config import check_stack_config  # refuse bad config before Pulumi and the program load
 
-    check_stack_config(config)
-    with _no_cyclic_gc():
-        return contextvars.Context().run(_run_in_fresh_context, stack, config, secret_keys, preview, mocks, root)
+    with contextlib.chdir(root):
+        check_stack_config(config)
+        with _no_cyclic_gc():
+            return contextvars.Context().run(_run_in_fresh_context, stack, config, secret_keys, preview, mocks, root)
 
 
 def _run_in_fresh_context(
@@ -341,7 +362,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="set a config value at a key path as `pulumi config set --path` takes it (a.b[0]); =null removes it",
     )
-    parser.add_argument("--root", type=Path, default=ROOT, help="directory of Pulumi.STACK.yaml and __main__.py")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        metavar="DIR",
+        help="the project: the folder of Pulumi.STACK.yaml and __main__.py (default: the nearest folder up from here "
+        f"that holds {PROJECT_FILE}, else the example project this package carries, {ROOT})",
+    )
     parser.add_argument(
         "--against",
         type=Path,
@@ -350,11 +377,12 @@ def main(argv: list[str] | None = None) -> int:
         "resource's operation against it; --markdown compares with tests/golden/ by default",
     )
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
+    root = args.root or project_root()
+    sys.path.insert(0, str(root))  # the program's own folder first, as runpy.run_path of the project puts it
     from components.contracts.errors import input_error_in
 
     try:
-        plan = run(args.stack, args.config, root=args.root)
+        plan = run(args.stack, args.config, root=root)
     except PlanInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

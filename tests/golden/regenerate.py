@@ -76,7 +76,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
 
 
 def render(stack: str, overrides: list[str] | None = None) -> str:
-    return golden_form.render(run(stack, overrides or []))
+    return golden_form.render(run(stack, overrides or [], root=ROOT))
 
 
 def main(argv: list[str] | None = None) -> int:
