@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.plan import ROOT, run, stacks
+from components.plan import run, stacks
 from components.plan_view import markdown, mermaid
 from components.plan_view.golden import GOLDEN_DIR, golden_plan
 from components.plan_view.graph import Graph
@@ -43,7 +43,7 @@ def names_only(plan: Plan) -> list[str]:
 
 def _stack_parts(stack: str, against: Path, graphs: bool) -> tuple[str, str]:
     """(summary line, section) for one stack."""
-    plan = run(stack, root=ROOT)  # the stacks this package carries, beside their golden plans
+    plan = run(stack)
     name = f"tests/golden/{stack}.json" + ("" if against == GOLDEN_DIR else f" of {against.name}")
     diff = markdown.stack_diff(plan, golden_plan(stack, against), name)
     summary = diff.summary() if diff else f"{stack}: no golden plan `{name}` to compare with"
