@@ -9,6 +9,7 @@ values the stack sets derive; the charts are the plan's Helm releases. A test ke
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from components.plan import ROOT, run, stacks
 BEGIN = "<!-- air-gapped:begin -->"
 END = "<!-- air-gapped:end -->"
 RELEASE = "kubernetes:helm.sh/v3:Release"
-PAGE = ROOT / "docs" / "airgap.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "airgap.md"
 
 
 def _chart_row(inputs: dict[str, Any]) -> str:
@@ -30,7 +31,7 @@ def _chart_row(inputs: dict[str, Any]) -> str:
 
 def stack_markdown(stack: str) -> str:
     """One stack: its charts (chart and version) and the images it pulls, with no mirror set."""
-    plan = run(stack)
+    plan = run(stack, root=ROOT)  # the stacks this package carries
     lines = [f"### `{stack}`", ""]
     releases = sorted(plan.find(RELEASE), key=lambda r: r["inputs"]["chart"])
     if releases:
@@ -51,8 +52,15 @@ def rewrite(path: Path = PAGE) -> None:
     path.write_text(text[:start] + airgap_markdown() + text[end:])
 
 
-if __name__ == "__main__":
-    if "--write" in sys.argv[1:]:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.airgap_doc", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"rewrite the lists in {PAGE.parent.name}/{PAGE.name}")
+    if parser.parse_args(argv).write:
         rewrite()
     else:
         sys.stdout.write(airgap_markdown() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

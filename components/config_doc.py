@@ -6,6 +6,7 @@ python -m components.config_doc --write    # rewrite it in docs/configuration.md
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -112,8 +113,8 @@ def reference_markdown() -> str:
     def place(row: tuple[str, str, str]) -> int:
         return ORDER.index(row[0].removeprefix(f"{config.NAMESPACE}:").split(".")[0])
 
-    for (key, default, meaning), where in sorted(platforms.items(), key=lambda item: place(item[0])):
-        shown = "all" if len(where) == everywhere else ", ".join(where)
+    for (key, default, meaning), readers in sorted(platforms.items(), key=lambda item: place(item[0])):
+        shown = "all" if len(readers) == everywhere else ", ".join(readers)
         lines.append(f"| `{key}` | {shown} | {default} | {meaning} |")
     lines.append(END)
     return "\n".join(lines)
@@ -128,8 +129,15 @@ def rewrite(path: Path = PAGE) -> None:
     path.write_text(text[:start] + reference_markdown() + text[end:])
 
 
-if __name__ == "__main__":
-    if "--write" in sys.argv[1:]:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.config_doc", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"rewrite the table in {PAGE.parent.name}/{PAGE.name}")
+    if parser.parse_args(argv).write:
         rewrite()
     else:
         sys.stdout.write(reference_markdown() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,8 +3,9 @@
     python -m components.plan STACK [--json | --markdown | --mermaid] [-c key=value ...] [--against PLAN]
 
 Loads `Pulumi.STACK.yaml` as `pulumi up` reads it (components/config/stack_yaml.py), applies each `-c` (a YAML
-value; a dotted key sets a nested value, and a key without namespace is the project's, as with `pulumi config set
---path`: `-c verify.sliceMiB=4000`; `=null` removes a key), runs `__main__.py` with realistic mock answers and
+value at a key path as `pulumi config set --path` takes it, components/key_path.py: `-c verify.sliceMiB=4000`,
+`-c 'vm.allowedSourceRanges[0]=203.0.113.7/32'`, a key without namespace being the project's; `=null` removes
+what the path names, as `pulumi config rm --path` does), runs `__main__.py` with realistic mock answers and
 prints the resource tree. `--json` prints one deterministic object, versioned and described in docs/plan-json.md
 (schema: components/plan_view/plan.schema.json): `{"version", "stack", "against", "resources", "deleted",
 "outputs", "unknownOutputs"}`, where a resource's `unknownInputs` and the top-level `unknownOutputs` map the JSON
@@ -34,12 +35,18 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from components import key_path
+
 if TYPE_CHECKING:  # the mocks and the plan model load Pulumi: only a config that passes needs them
     from components.plan_view.model import Plan
 
-__all__ = ["ROOT", "Plan", "PlanInputError", "main", "read_stack_config", "run", "stacks"]
+__all__ = ["ROOT", "Plan", "PlanInputError", "main", "project_root", "read_stack_config", "run", "stacks"]
 
-ROOT = Path(__file__).resolve().parent.parent
+_PACKAGED = Path(__file__).resolve().parent / "project"
+ROOT = _PACKAGED if (_PACKAGED / "Pulumi.yaml").is_file() else Path(__file__).resolve().parent.parent
+"""The project this package carries: the checkout itself, or an installed wheel's copy of its Pulumi.yaml, program,
+example stacks and examples/ (components/project/, which setup.py fills)."""
+PROJECT_FILE = "Pulumi.yaml"
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 """The keys a Pulumi.<stack>.yaml holds (pulumi/automation/_stack_settings.py StackSettings; `environment`: ESC)."""
 
@@ -51,6 +58,14 @@ def __getattr__(name: str) -> Any:
 
         return Plan
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project a plan reads: the nearest folder from `start` (the current one) up that holds Pulumi.yaml, as the
+    Pulumi CLI finds its project (sdk/go/common/workspace/paths.go DetectProjectPathFrom), else the one this package
+    carries (ROOT), so that the example stacks plan anywhere."""
+    here = (start or Path.cwd()).resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / PROJECT_FILE).is_file()), ROOT)
 
 
 def stacks(root: Path = ROOT) -> list[str]:
@@ -115,13 +130,18 @@ def _config_key(text: str, where: str, *, path: bool) -> tuple[str, str]:
     return namespace, name
 
 
-def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
-    """The stack file's config as `pulumi up` reads it, with `-c` overrides applied, and the keys that hold secrets."""
+def read_stack_config(stack: str, overrides: list[str], root: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The stack file's config as `pulumi up` reads it, with `-c` overrides applied, and the keys that hold secrets;
+    the project is `root`, else the one found from the current folder (project_root)."""
+    root = root or project_root()
     from components.config.stack_yaml import key_text
 
     path = root / f"Pulumi.{stack}.yaml"
     if not path.exists():
-        raise PlanInputError(f"no stack file {path.name}; stacks here: {', '.join(stacks(root))}")
+        raise PlanInputError(
+            f"no stack file {path.name} in {root}; its stacks: {', '.join(stacks(root)) or 'none'} (a project of "
+            "your own: run in its folder, or pass --root DIR)"
+        )
     try:
         text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")  # the CLI strips a BOM (loaders.go:40)
     except (UnicodeDecodeError, OSError) as err:
@@ -160,26 +180,20 @@ def read_stack_config(stack: str, overrides: list[str], root: Path = ROOT) -> tu
         if not sep:
             raise PlanInputError(f"-c {item!r}: write it as namespace:key=value, e.g. gpushare:verify.sliceMiB=4000")
         namespace, name = _config_key(key, f"-c {key}", path=True)
-        value = _program_value(_load_yaml(text, f"-c {key}"), f"{namespace}:{name}") if text else ""
-        first, *path_parts = name.split(".")
-        top = f"{namespace}:{first}"
-        if not path_parts:
-            if value is None:  # `-c gpushare:vm=null` removes a key, as `pulumi config rm` would
-                config.pop(top, None)
+        try:
+            steps = key_path.parse(name)
+            key_path.top_key(steps)
+        except key_path.KeyPathError as err:
+            raise PlanInputError(f"-c {key}: {err}") from None
+        where = key_path.key_text(namespace, steps)
+        value = _program_value(_load_yaml(text, f"-c {key}"), where) if text else ""
+        try:
+            if value is None:  # `=null` removes it, as `pulumi config rm --path` would
+                key_path.remove_value(config, namespace, steps)
             else:
-                config[top] = value
-            continue
-        node = config.setdefault(top, {})
-        if not isinstance(node, dict):
-            raise PlanInputError(f"-c {item!r}: {top} is not an object, so {key} cannot be set")
-        for part in path_parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise PlanInputError(f"-c {item!r}: {part} is not an object, so {key} cannot be set")
-        if value is None:  # `=null` on a nested key removes it, as `pulumi config rm --path` would
-            node.pop(path_parts[-1], None)
-        else:
-            node[path_parts[-1]] = value
+                key_path.set_value(config, namespace, steps, value)
+        except key_path.KeyPathError as err:
+            raise PlanInputError(f"-c {where}: {err}") from None
     from components.config.secrets import mock_secrets
 
     return mock_secrets(config, document or {})
@@ -267,15 +281,19 @@ def run(
     *,
     preview: bool = True,
     mocks: Any = None,
-    root: Path = ROOT,
+    root: Path | None = None,
 ) -> Plan:
-    """Plan a stack in a fresh Pulumi runtime state; raises ConfigError for invalid config."""
+    """Plan a stack in a fresh Pulumi runtime state, in the project `root` (else project_root()); raises ConfigError
+    for invalid config. The program runs in the project's folder, as `pulumi up` runs it (the language host chdirs
+    into the project: pulumi-language-python-exec, `os.chdir(args.pwd)`), so relative paths in config read alike."""
+    root = root or project_root()
     config, secret_keys = read_stack_config(stack, overrides or [], root)
     from components.config import check_stack_config  # refuse bad config before Pulumi and the program load
 
-    check_stack_config(config)
-    with _no_cyclic_gc():
-        return contextvars.Context().run(_run_in_fresh_context, stack, config, secret_keys, preview, mocks, root)
+    with contextlib.chdir(root):
+        check_stack_config(config)
+        with _no_cyclic_gc():
+            return contextvars.Context().run(_run_in_fresh_context, stack, config, secret_keys, preview, mocks, root)
 
 
 def _run_in_fresh_context(
@@ -342,9 +360,15 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a config value; dotted keys set nested values",
+        help="set a config value at a key path as `pulumi config set --path` takes it (a.b[0]); =null removes it",
     )
-    parser.add_argument("--root", type=Path, default=ROOT, help="directory of Pulumi.STACK.yaml and __main__.py")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        metavar="DIR",
+        help="the project: the folder of Pulumi.STACK.yaml and __main__.py (default: the nearest folder up from here "
+        f"that holds {PROJECT_FILE}, else the example project this package carries, {ROOT})",
+    )
     parser.add_argument(
         "--against",
         type=Path,
@@ -353,11 +377,12 @@ def main(argv: list[str] | None = None) -> int:
         "resource's operation against it; --markdown compares with tests/golden/ by default",
     )
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
+    root = args.root or project_root()
+    sys.path.insert(0, str(root))  # the program's own folder first, as runpy.run_path of the project puts it
     from components.contracts.errors import input_error_in
 
     try:
-        plan = run(args.stack, args.config, root=args.root)
+        plan = run(args.stack, args.config, root=root)
     except PlanInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -27,7 +27,14 @@ import pulumi_command as command
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-__all__ = ["Group", "command", "gcp", "group", "k8s", "loaded_whole", "module_names"]
+__all__ = ["ApiFields", "Group", "command", "gcp", "group", "k8s", "loaded_whole", "module_names"]
+
+ApiFields = Any
+"""A part of a Kubernetes object written in the API's own field names (`restartPolicy`), as every object here is.
+pulumi_kubernetes' input TypedDicts spell fields by their Python names (`restart_policy`, core/v1/_inputs.py) and
+so refuse the API's, which the SDK sends as written (pulumi/runtime/rpc.py serialize_property: `py_name_to_pulumi_name
+.get(k) or k`): such a part reaches the SDK untyped, and tests check it against Kubernetes' own schema instead
+(tests/helpers/k8s_schema.py)."""
 
 INPUTS, ENUMS, OUTPUTS, INIT = "_inputs", "_enums", "outputs", "__init__.py"
 _SUFFIX = re.compile(r"(ArgsDict|Args|Result|_output)$")

@@ -9,6 +9,7 @@ instead of planning wrongly. constraints.txt pins the versions these were read a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import importlib
@@ -17,13 +18,14 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 import pulumi
 from pulumi.runtime import mocks as _mocks
 from pulumi.runtime import rpc as _rpc
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 READ_AGAINST = {"pulumi": "3.272.0", "pulumi-policy": "1.21.0"}
 """The versions whose source these names were read from (constraints.txt installs them)."""
 
@@ -329,7 +331,9 @@ class _InlineLoop(asyncio.SelectorEventLoop):
     engine answers in microseconds, and a worker thread per call cost a hand-off, a wake-up of this loop, a second
     event loop in the worker and GIL switches each."""
 
-    def run_in_executor(self, executor: Any, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    def run_in_executor(
+        self, executor: concurrent.futures.Executor | None, func: Callable[[*Ts], T], *args: *Ts
+    ) -> asyncio.Future[T]:
         if executor is not None:
             return super().run_in_executor(executor, func, *args)
         answered: asyncio.Future[T] = self.create_future()

@@ -437,11 +437,9 @@ def cidrs(ranges: Sequence[str]) -> list[str]:
 def covers_whole_internet(ranges: Iterable[str]) -> bool:
     """True when the ranges together admit every IPv4 or every IPv6 address (0.0.0.0/1 + 128.0.0.0/1 too)."""
     networks = [ipaddress.ip_network(r, strict=False) for r in ranges]
-    for version, everything in ((4, ipaddress.ip_network("0.0.0.0/0")), (6, ipaddress.ip_network("::/0"))):
-        collapsed = list(ipaddress.collapse_addresses(n for n in networks if n.version == version))
-        if everything in collapsed:
-            return True
-    return False
+    v4 = ipaddress.collapse_addresses(n for n in networks if isinstance(n, ipaddress.IPv4Network))
+    v6 = ipaddress.collapse_addresses(n for n in networks if isinstance(n, ipaddress.IPv6Network))
+    return ipaddress.IPv4Network("0.0.0.0/0") in v4 or ipaddress.IPv6Network("::/0") in v6
 
 
 DOCUMENTATION_RANGES = tuple(

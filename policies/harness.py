@@ -10,6 +10,7 @@ mandatory rule is violated. Resource inputs stand in for outputs in stack rules,
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -93,7 +94,7 @@ def run_pack(
         if isinstance(policy, ResourceValidationPolicy):
             for type_, name, urn, inputs in named:
                 args = sdk.resource_validation_args(type_, inputs, urn, name, _properties(policy, config))
-                policy.validate(args, lambda m, u=None, _u=urn, _r=report: _r(m, u, _default=_u))
+                policy.validate(args, functools.partial(report, _default=urn))
         elif isinstance(policy, StackValidationPolicy):
             graph = [sdk.policy_resource(t, i, u, n) for t, n, u, i in named]
             graph.append(sdk.policy_resource(STACK, dict(outputs), stack_urn, f"gpushare-{stack}"))

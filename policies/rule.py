@@ -78,7 +78,11 @@ class Rule:
 
     def policy(self, *, secret_markers: bool = True) -> Policy:
         """The pulumi_policy object; `secret_markers` False makes a secret-reading rule not applicable."""
-        schema = PolicyConfigSchema(properties=dict(self.config)) if self.config else None
+        schema = (
+            PolicyConfigSchema(properties={name: dict(prop) for name, prop in self.config.items()})
+            if self.config
+            else None
+        )
         if self.resource_check is not None:
             check = self.resource_check
 

@@ -19,7 +19,7 @@ SECOND = (
 
 def _as_stack(tmp_path: Path, name: str) -> Path:
     """The project with the `cluster` stack file under another stack's name."""
-    for entry in ("Pulumi.yaml", "__main__.py"):
+    for entry in ("Pulumi.yaml", "__main__.py", "examples"):
         (tmp_path / entry).symlink_to(ROOT / entry)
     shutil.copy(ROOT / "Pulumi.cluster.yaml", tmp_path / f"Pulumi.{name}.yaml")
     return tmp_path

@@ -13,9 +13,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from components.incluster import audit
+
+if TYPE_CHECKING:
+    import urllib3
 
 DEFAULT_SYSTEM_NAMESPACES = ("kube-system", "gpu-operator", "hami-system", "kai-scheduler", "kai-resource-isolator",
                              "kai-resource-reservation", "kyverno")  # fmt: skip
@@ -32,8 +35,10 @@ def kube_lister(kubeconfig: str, context: str | None) -> Lister:
     core = client.CoreV1Api(api_client)
 
     def listed() -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-        pods = core.list_pod_for_all_namespaces(_preload_content=False)
-        nodes = core.list_node(_preload_content=False)
+        # Unread, as urllib3's response: what `_preload_content=False` returns (its docstring in core_v1_api.py),
+        # whatever the methods' annotations (V1PodList, V1NodeList) say.
+        pods = cast("urllib3.BaseHTTPResponse", core.list_pod_for_all_namespaces(_preload_content=False))
+        nodes = cast("urllib3.BaseHTTPResponse", core.list_node(_preload_content=False))
         return json.loads(pods.data)["items"], json.loads(nodes.data)["items"]
 
     listed.server = api_client.configuration.host  # type: ignore[attr-defined]
@@ -50,14 +55,12 @@ _UNREACHABLE = (("refused", "it refused the connection"), ("resolution", "its ho
 
 def failure_line(exc: BaseException, kubeconfig: str, server: str | None) -> str:
     """One line for why the audit could not list, naming the file or the server, never urllib3's retry text."""
-    chain, current = [], exc
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
     while current is not None and current not in chain:
         chain.append(current)
-        current = (
-            getattr(current, "reason", None)
-            if isinstance(getattr(current, "reason", None), BaseException)
-            else current.__cause__
-        )
+        reason = getattr(current, "reason", None)
+        current = reason if isinstance(reason, BaseException) else current.__cause__
     names = {type(e).__name__ for e in chain}
     text = " ".join(str(e) for e in chain).lower()
     if (isinstance(exc, OSError) and not server) or names & {

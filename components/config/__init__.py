@@ -13,7 +13,7 @@ from __future__ import annotations
 from components.config.existing import ExistingChartSources, ExistingStack
 from components.config.gke import GKE_NATIVE, GkeChartSources, GkeSharing, GkeStack
 from components.config.k3s import ExistingHostStack, K3sStack, K3sVmStack
-from components.config.kubeconfig import PROJECT_ROOT, ConfigError
+from components.config.kubeconfig import ConfigError
 from components.config.read import (
     MOVED_KEYS,
     PLATFORMS,
@@ -44,7 +44,6 @@ __all__ = [
     "MOVED_KEYS",
     "NAMESPACE",
     "PLATFORMS",
-    "PROJECT_ROOT",
     "REPLACED_KEYS",
     "VARIANTS",
     "ChartSourceConfig",

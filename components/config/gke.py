@@ -12,7 +12,7 @@ from pydantic import Field
 from components.config.kubeconfig import ConfigError
 from components.config.shared import MIN_LIMIT_MIB, Stack
 from components.contracts.settings import Settings, key
-from components.gke_sharing import mps_limits
+from components.gke_sharing import GkeStrategy, mps_limits
 from components.gpu.settings import (
     ChartSourceConfig,
     GkeCdiConfig,
@@ -26,7 +26,7 @@ from components.sizing import kai_visible_mib
 
 GkeSharing = Literal["kai", "mps", "time-sharing"]
 """Sharing systems on GKE: KAI with HAMi-core, or GKE's own MPS or time-sharing (the node pool's)."""
-GKE_NATIVE: tuple[GkeSharing, ...] = ("mps", "time-sharing")
+GKE_NATIVE: tuple[GkeStrategy, ...] = ("mps", "time-sharing")
 """Sharing that GKE's own device plugin does, set on the GPU node pool."""
 KAI_RESERVATION_NAMESPACE = "kai-resource-reservation"
 """Where KAI v0.17.0 runs its reservation Pods: the chart's `global.resourceReservation.namespace`

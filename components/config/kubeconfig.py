@@ -12,8 +12,12 @@ from components.contracts.errors import InputError
 from components.contracts.settings import key
 from components.validate import file_problem, host_problem, may_hold_credential, quoted
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
-"""The directory `pulumi up` runs the program in: a relative chartSources path or kubeconfigPath is read from here."""
+
+def project_dir() -> Path:
+    """The directory `pulumi up` runs the program in, which a relative chartSources path or kubeconfigPath is read
+    from: the project's own (pulumi-language-python-exec chdirs into the engine's --pwd; the offline plan does too)."""
+    return Path.cwd()
+
 
 PATH_KEY = key("cluster", "kubeconfigPath")
 TEXT_KEY = key("cluster", "kubeconfig")
@@ -25,7 +29,7 @@ class ConfigError(InputError):
     """A config value that cannot work: `key` is the full config key, the message says the fix."""
 
 
-def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
+def read_kubeconfig(path: str, root: Path | None = None) -> str:
     """The file at `path` (`~` expanded, relative to the project); a missing file is a ConfigError."""
     if may_hold_credential(path) or path.lstrip().startswith(("apiVersion", "{", "kind:")):
         raise ConfigError(
@@ -35,7 +39,7 @@ def read_kubeconfig(path: str, root: Path = PROJECT_ROOT) -> str:
             f"{PATH_KEY}`",
         )
     file = Path(path).expanduser() if len(path) < 4096 else Path(path)
-    file = file if file.is_absolute() else root / file
+    file = file if file.is_absolute() else (root or project_dir()) / file
     problem = file_problem(file)
     if problem is not None:
         raise ConfigError(

@@ -200,7 +200,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 def path_key(variant: type[BaseModel], loc: list[str | int]) -> str:
     """The key as `pulumi config set --path` takes it: fields dotted, list items `[0]`, map entries `["docker.io"]`."""
-    text, model = "", variant
+    text = ""
+    model: type[BaseModel] | None = variant
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"

@@ -12,7 +12,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from components.chart_images import CHARTS, ChartImages
-from components.config.kubeconfig import PROJECT_ROOT, ConfigError
+from components.config.kubeconfig import ConfigError, project_dir
 from components.contracts.guard import GuardSettings
 from components.contracts.settings import (
     SYSTEM_NAMESPACES,
@@ -416,7 +416,7 @@ def check_chart_sources(cfg: Stack) -> None:
         full_key = key("chartSources", alias(name), "path")
         directory = Path(source.path).expanduser()
         # Relative to the project directory, where `pulumi up` runs the program and Helm resolves the path.
-        chart_file = (directory if directory.is_absolute() else PROJECT_ROOT / directory) / "Chart.yaml"
+        chart_file = (directory if directory.is_absolute() else project_dir() / directory) / "Chart.yaml"
         problem = file_problem(chart_file)
         if problem is not None:
             raise ConfigError(

@@ -18,7 +18,7 @@ import pulumi
 
 from components.contracts.guard import GuardMode
 from components.incluster import audit
-from components.providers import k8s
+from components.providers import ApiFields, k8s
 
 VALIDATION_ACTIONS: dict[str, list[str]] = {"deny": ["Deny"], "warn": ["Warn"]}
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -85,7 +85,7 @@ RULES: dict[str, GuardRule] = {
 """Every rule the guard knows; a stack enables those its runtime and sharing system make meaningful."""
 
 
-def policy_spec(rules: Sequence[GuardRule], exempt_namespaces: Sequence[str]) -> dict[str, Any]:
+def policy_spec(rules: Sequence[GuardRule], exempt_namespaces: Sequence[str]) -> ApiFields:
     """The ValidatingAdmissionPolicy spec: Pod CREATE outside the exempt namespaces, one validation a rule."""
     return {
         "failurePolicy": "Fail",
@@ -102,7 +102,7 @@ def policy_spec(rules: Sequence[GuardRule], exempt_namespaces: Sequence[str]) ->
     }
 
 
-def binding_spec(policy_name: str, mode: GuardMode) -> dict[str, Any]:
+def binding_spec(policy_name: str, mode: GuardMode) -> ApiFields:
     return {"policyName": policy_name, "validationActions": VALIDATION_ACTIONS[mode]}
 
 

@@ -20,7 +20,7 @@ import pulumi
 
 from components import incluster
 from components.contracts.names import stack_scoped
-from components.providers import k8s
+from components.providers import ApiFields, k8s
 from components.reader_account import reader_account
 
 COMMAND = incluster.pod_command("ready_gate_pod")
@@ -74,7 +74,7 @@ def gate_rules(args: ReadyGateArgs) -> list[dict[str, Any]]:
     ]
 
 
-def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> dict[str, Any]:
+def gate_job_spec(args: ReadyGateArgs, account: str, files: str, path: str) -> ApiFields:
     """One try (backoffLimit 0), ended by the cluster at the gate's deadline even if its Pod never starts."""
     return {
         "backoffLimit": 0,

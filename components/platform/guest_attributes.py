@@ -163,4 +163,7 @@ def _retrying_network(url: str, token: str) -> tuple[int, bytes]:
 
 
 if __name__ == "__main__":
+    import argparse  # only for --help: what the step reads is its environment
+
+    argparse.ArgumentParser(prog="python3 -m components.platform.guest_attributes", description=__doc__).parse_args()
     sys.exit(main())

@@ -17,7 +17,7 @@ import pulumi
 from components import incluster
 from components.incluster import audit, judge, message
 from components.incluster.expectation import Expectation
-from components.providers import k8s
+from components.providers import ApiFields, k8s
 from components.pulumi_internals import offline_plan, unknown_output
 from components.reader_account import reader_account
 from components.verify import report
@@ -87,9 +87,12 @@ def _field(obj: Any, camel: str, snake: str) -> Any:
     """
     if not isinstance(obj, Mapping):
         return None
-    read = dict.get if isinstance(obj, dict) else type(obj).get
-    value = read(obj, snake)
-    return value if value is not None else read(obj, camel)
+
+    def read(key: str) -> Any:
+        return dict.get(obj, key) if isinstance(obj, dict) else obj.get(key)
+
+    value = read(snake)
+    return value if value is not None else read(camel)
 
 
 def termination_message(status: Any) -> str | None:
@@ -170,22 +173,24 @@ class Verifier(pulumi.ComponentResource):
             provider=args.provider,
             after=args.ready,
         )
-        subject = [{"kind": "ServiceAccount", "name": VERIFIER_POD, "namespace": args.namespace}]
+        subject: list[ApiFields] = [{"kind": "ServiceAccount", "name": VERIFIER_POD, "namespace": args.namespace}]
         access: list[pulumi.Resource] = [account, binding]
         monitor = expect.monitor
         if monitor is not None:
             # The monitor's metrics through the API server's Pod proxy: only in its namespace, only get.
+            proxy_rules: list[ApiFields] = [dict(PROXY_RULE)]
             proxy_role = k8s.rbac.v1.Role(
                 f"{name}-monitor-proxy",
                 metadata={"name": role_name, "namespace": monitor.namespace, "labels": COMMON_LABELS},
-                rules=[dict(PROXY_RULE)],
+                rules=proxy_rules,
                 opts=child(),
             )
+            role_ref: ApiFields = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name}
             access.append(
                 k8s.rbac.v1.RoleBinding(
                     f"{name}-monitor-proxy-binding",
                     metadata={"name": role_name, "namespace": monitor.namespace, "labels": COMMON_LABELS},
-                    role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+                    role_ref=role_ref,
                     subjects=subject,
                     opts=child(proxy_role, account),
                 )
@@ -193,6 +198,31 @@ class Verifier(pulumi.ComponentResource):
 
         active_deadline = expect.deadline_seconds + DEADLINE_MARGIN_SECONDS
         timeout = f"{active_deadline + KILL_MARGIN_SECONDS}s"
+        spec: ApiFields = {
+            "serviceAccountName": VERIFIER_POD,
+            "automountServiceAccountToken": True,
+            "restartPolicy": "Never",
+            # A verifier that hangs is stopped by the kubelet, Failed, and judged failed (WAIT_ENDED).
+            "activeDeadlineSeconds": active_deadline,
+            "terminationGracePeriodSeconds": 5,
+            # GPU-only node pools (GKE) carry this taint; the verifier uses no GPU but must land somewhere.
+            "tolerations": [GPU_TAINT_TOLERATION],
+            "containers": [
+                {
+                    "name": "verifier",
+                    "image": args.image,
+                    "command": incluster.pod_command("verifier"),
+                    "env": [
+                        {"name": "GPUSHARE_EXPECT", "value": expectation_json(expect, args.shared_card_uuid)},
+                        {"name": "PYTHONUNBUFFERED", "value": "1"},
+                        *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
+                    ],
+                    "volumeMounts": [incluster.volume_mount("probes")],
+                    "terminationMessagePolicy": "FallbackToLogsOnError",
+                }
+            ],
+            "volumes": [incluster.volume("probes", args.config_map_name)],
+        }
         self.pod = k8s.core.v1.Pod(
             f"{name}-pod",
             metadata={
@@ -202,31 +232,7 @@ class Verifier(pulumi.ComponentResource):
                 # Terminated either way: a verdict in the termination message, or the crash that stopped it.
                 "annotations": dict(WAIT_ENDED),
             },
-            spec={
-                "serviceAccountName": VERIFIER_POD,
-                "automountServiceAccountToken": True,
-                "restartPolicy": "Never",
-                # A verifier that hangs is stopped by the kubelet, Failed, and judged failed (WAIT_ENDED).
-                "activeDeadlineSeconds": active_deadline,
-                "terminationGracePeriodSeconds": 5,
-                # GPU-only node pools (GKE) carry this taint; the verifier uses no GPU but must land somewhere.
-                "tolerations": [GPU_TAINT_TOLERATION],
-                "containers": [
-                    {
-                        "name": "verifier",
-                        "image": args.image,
-                        "command": incluster.pod_command("verifier"),
-                        "env": [
-                            {"name": "GPUSHARE_EXPECT", "value": expectation_json(expect, args.shared_card_uuid)},
-                            {"name": "PYTHONUNBUFFERED", "value": "1"},
-                            *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
-                        ],
-                        "volumeMounts": [incluster.volume_mount("probes")],
-                        "terminationMessagePolicy": "FallbackToLogsOnError",
-                    }
-                ],
-                "volumes": [incluster.volume("probes", args.config_map_name)],
-            },
+            spec=spec,
             opts=pulumi.ResourceOptions.merge(
                 child(*access, *args.proof_pods, replace_first=True),
                 pulumi.ResourceOptions(

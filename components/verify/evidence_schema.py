@@ -68,7 +68,7 @@ def render(document: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m components.verify.evidence_schema", description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help="write docs/evidence/*.schema.json")
     args = p.parse_args(argv)
     stale = [name for name, doc in documents().items()

@@ -141,7 +141,7 @@ def _ghosts(ghosts: list[Mapping[str, Any]]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| `{g.get('namespace') + '/' if g.get('namespace') else ''}{g.get('pod')}` | {_cell(g.get('reason'))}"
+        f"| `{g['namespace'] + '/' if g.get('namespace') else ''}{g.get('pod')}` | {_cell(g.get('reason'))}"
         f" | {_cell(g.get('node'))} | {g.get('memMiB')} MiB | {g.get('cores')}% |"
         for g in ghosts
     ]

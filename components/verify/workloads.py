@@ -18,7 +18,7 @@ import pulumi
 from components import incluster
 from components.contracts.proof import PodTry, SharingProof, SliceRequest
 from components.incluster.probes import compute, provenance
-from components.providers import k8s
+from components.providers import ApiFields, k8s
 from components.verify import phases as neighbour_phases
 
 PROBES = "probes"
@@ -216,7 +216,7 @@ def proof_pod_spec(
     image: str,
     config_map_name: pulumi.Input[str] | None,
     affinity: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+) -> ApiFields:
     """A Pod spec from a SliceRequest: scheduler, limits, env, privilege, node selector, host IPC; with a
     ConfigMap, the probe mount and readiness (the over-commit Pod, which only has to be scheduled or not, has
     neither). A request of n containers repeats the container, each with the request's limits."""
@@ -296,7 +296,9 @@ class ProofWorkloads(pulumi.ComponentResource):
         )
         self.config_map_name = cm_name
 
-        def metadata(pod_name: str, request: SliceRequest | None, annotations: Mapping[str, str]) -> dict[str, Any]:
+        def metadata(
+            pod_name: str, request: SliceRequest | None, annotations: Mapping[str, str]
+        ) -> k8s.meta.v1.ObjectMetaArgsDict:
             labels = {**COMMON_LABELS, **(request.labels if request else {}), PROOF_POD_LABEL: pod_name}
             notes = {**(request.annotations if request else {}), **annotations}
             return {"name": pod_name, "namespace": args.namespace, "labels": labels, "annotations": notes}
@@ -305,22 +307,23 @@ class ProofWorkloads(pulumi.ComponentResource):
         self.pods = []
         pod_names: list[str] = []
         if args.smi_image is not None:
+            whole_spec: ApiFields = {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": GRACE_SECONDS,
+                "tolerations": [GPU_TAINT_TOLERATION],
+                "containers": [
+                    {
+                        "name": "nvidia-smi",
+                        "image": args.smi_image,
+                        "command": ["nvidia-smi"],
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    }
+                ],
+            }
             whole = k8s.core.v1.Pod(
                 f"{name}-whole-gpu",
                 metadata=metadata(WHOLE_GPU_POD, None, WAIT_ENDED),
-                spec={
-                    "restartPolicy": "Never",
-                    "terminationGracePeriodSeconds": GRACE_SECONDS,
-                    "tolerations": [GPU_TAINT_TOLERATION],
-                    "containers": [
-                        {
-                            "name": "nvidia-smi",
-                            "image": args.smi_image,
-                            "command": ["nvidia-smi"],
-                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                        }
-                    ],
-                },
+                spec=whole_spec,
                 opts=child(),
             )
             before_slices.append(whole)

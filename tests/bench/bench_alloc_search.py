@@ -52,7 +52,9 @@ class CappedCuda:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.bench.bench_alloc_search", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cap-mib", type=int, default=None, help="emulate a quota of this size (no HAMi-core here)")
     args = parser.parse_args()

@@ -68,7 +68,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m tests.bench.compute_curve", description=__doc__.splitlines()[0])
     p.add_argument("--lib", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--alone", default="10,20,30,40,50,60,80")

@@ -80,7 +80,7 @@ def print_record(record: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m tests.bench.host_proof_time", description=__doc__.splitlines()[0])
     p.add_argument("--record", help="print the recorded runs under this folder against the target; run nothing")
     p.add_argument("--expect-dir")
     p.add_argument("--lib")

@@ -139,7 +139,7 @@ def first_toucher(lib: str, out: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m tests.bench.neighbours", description=__doc__.splitlines()[0])
     p.add_argument("--lib", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--setups", default="bare,hami-core,mps")

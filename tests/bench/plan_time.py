@@ -60,7 +60,7 @@ def reference_loop() -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.plan_time", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--target", type=float, default=2.0, help="seconds the median should not exceed")
     parser.add_argument(

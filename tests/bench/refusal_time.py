@@ -52,7 +52,7 @@ def time_refusal(stack: str, override: str) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.refusal_time", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--target", type=float, default=0.3, help="seconds the median should not exceed")
     args = parser.parse_args()

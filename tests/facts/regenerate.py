@@ -84,7 +84,7 @@ def _dump(data: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.facts.regenerate", description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=SHARED, help="the shared folder (default: ../shared)")
     parser.add_argument("--check", action="store_true", help="fail on a difference instead of writing")
     args = parser.parse_args(argv)

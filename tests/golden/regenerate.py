@@ -76,11 +76,11 @@ def variants() -> dict[str, tuple[str, list[str]]]:
 
 
 def render(stack: str, overrides: list[str] | None = None) -> str:
-    return golden_form.render(run(stack, overrides or []))
+    return golden_form.render(run(stack, overrides or [], root=ROOT))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.golden.regenerate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail with a diff instead of rewriting")
     args = parser.parse_args(argv)
     drift = False

@@ -142,6 +142,8 @@ def plan_proof(
 ) -> Plan:
     """Plan only the proof, with `stack`'s config file (gke, k3s, cluster) and the given contract."""
     shutil.copy(ROOT / f"Pulumi.{stack}.yaml", tmp_path / f"Pulumi.{stack}.yaml")
+    if not (tmp_path / "examples").exists():  # the `cluster` stack's kubeconfigPath, relative to its project
+        (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "proof.json").write_text(json.dumps(proof_to_json(proof)))
     (tmp_path / "__main__.py").write_text(PROGRAM)
     return run(stack, overrides or [], preview=preview, mocks=mocks, root=tmp_path)

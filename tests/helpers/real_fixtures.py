@@ -9,6 +9,7 @@ objects is the H200's, so that both sides name one card. One edit: a recorded NV
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -56,7 +57,9 @@ def rebuilt(stack: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    check = "--check" in (argv if argv is not None else sys.argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m tests.helpers.real_fixtures", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="rewrite nothing; exit 1 when a fixture is stale")
+    check = parser.parse_args(argv).check
     stale = []
     for stack in RECORDS:
         path = FIXTURES / f"{stack}_evidence.json"

@@ -165,8 +165,13 @@ def table(
         f"{_pct(r['neighbour']['judged_share_beside_neighbour'])}")  # fmt: skip
     ids = sorted({f for r in rows for f in r["findings"]})
     for fid in ids:
-        row(f"finding {fid} (Pod A)", lambda r, fid=fid: {True: "bypassed", False: "held", None: "not tried"}.get(
-            r["findings"].get(fid), "–") if fid in r["findings"] else "–")  # fmt: skip
+
+        def outcome(r: dict[str, Any], fid: str = fid) -> str:
+            if fid not in r["findings"]:
+                return "–"
+            return {True: "bypassed", False: "held", None: "not tried"}.get(r["findings"][fid], "–")
+
+        row(f"finding {fid} (Pod A)", outcome)
     return "\n".join(lines) + "\n"
 
 

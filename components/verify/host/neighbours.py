@@ -56,7 +56,7 @@ def summary(expect: Expectation, outputs: Mapping[str, Mapping[str, Any]]) -> di
         return None
     verdict = judge.judge(with_fault_isolation(expect), {"pods": pod_logs(outputs)})
     check = next(c for c in verdict["checks"] if c["id"] == FAULT_ISOLATION_ID)
-    finding = next((x for x in verdict["findings"] if x["id"] == BANDWIDTH_FINDING_ID), {})
+    finding: dict[str, Any] = next((x for x in verdict["findings"] if x["id"] == BANDWIDTH_FINDING_ID), {})
     seen = around(n.get("timeline") or {}, f.get("fault_at")) if n.get("timeline") else {}
     per_s = (n.get("timeline") or {}).get("per_s") or []
     second = seen.get("at_second")

@@ -463,7 +463,7 @@ def install(record: Path, root: Path = ROOT) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m components.verify.host.record", description=__doc__.splitlines()[0])
     p.add_argument("record", help="the folder record.sh wrote")
     p.add_argument("--rejudge", action="store_true", help="judge the recorded outputs again with this judge first")
     args = p.parse_args(argv)
