@@ -48,7 +48,8 @@ class KaiConfig(Settings):
     queue: Annotated[Text, checked(validate.dns_label, "queue name")] = "default-queue"
     """Queue the proof Pods are labelled with."""
     parent_queue: Annotated[Text, checked(validate.dns_label, "queue name")] = "default-parent-queue"
-    """Parent of `queue`; KAI creates both and keeps them on uninstall."""
+    """Parent of `queue`; the stack creates both and deletes them on destroy (with `deleteKeptQueues` false, KAI's
+    chart creates them and keeps them after uninstall)."""
     delete_kept_queues: bool = True
     """Delete the queues KAI keeps (`helm.sh/resource-policy: keep`) when the stack is destroyed."""
 
