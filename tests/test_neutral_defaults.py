@@ -40,7 +40,7 @@ def test_the_names_a_lab_gave_stay_in_the_example_stack_files() -> None:
 
 
 @pytest.mark.parametrize("version", sorted(hami.CHART_KEYS))
-def test_the_chart_default_kube_scheduler_is_the_one_the_stack_files_name(version: str, charts_dir: Any) -> None:
+def test_the_chart_default_kube_scheduler_is_the_one_the_stack_files_name(version: str) -> None:
     image = load_reference(f"hami-{version}")["scheduler"]["kubeScheduler"]["image"]
     assert (image["registry"], image["repository"]) == hami.CHART_SCHEDULER_IMAGE
     table = chart_images("hami", version)
