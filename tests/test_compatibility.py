@@ -103,8 +103,10 @@ def test_each_rows_version_is_the_one_pinned(row: dict[str, str]) -> None:
         assert versions == [project["requiredPulumiVersion"]]
     elif source.endswith("card.csv"):
         assert versions[0] in (ROOT / source).read_text()
-    elif source.endswith("hami-core.md"):
+    elif source == "docs/host-proof.md":  # the commit its build steps check out is the one the record ran
         record = (ROOT / "docs" / "host-proof" / "h200" / "final-26" / "README.md").read_text()
+        commit = re.search(r"git checkout ([0-9a-f]{40})", (ROOT / source).read_text())
+        assert commit is not None and commit.group(1).startswith(versions[0])
         assert f"HAMi-core {versions[0]}" in record
     else:
         pytest.fail(f"no way to check {source}")
