@@ -16,6 +16,7 @@ cfg = config.load()  # first: a refusal needs neither the composition layer nor 
 import pulumi  # noqa: E402
 
 from components import compose  # noqa: E402
+from components.versions import gpushare_version  # noqa: E402
 
 cluster = compose.platform(cfg)
 toolkit = compose.toolkit(cfg, cluster)
@@ -27,3 +28,4 @@ for name, value in {**cluster.outputs, **toolkit.outputs, **sharing.outputs, **v
     pulumi.export(name, value)
 for name, value in compose.images(cfg, toolkit.images, sharing.images, verdict.images).items():
     pulumi.export(name, value)
+pulumi.export("gpushareVersion", gpushare_version())  # which release made this stack, as `pulumi stack output` reads it

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.plan import ROOT, run, stacks
+from components.plan import EXAMPLE_STACKS, ROOT, run
 
 BEGIN = "<!-- air-gapped:begin -->"
 END = "<!-- air-gapped:end -->"
@@ -43,7 +43,7 @@ def stack_markdown(stack: str) -> str:
 
 
 def airgap_markdown() -> str:
-    return "\n".join([BEGIN, *(f"{stack_markdown(stack)}\n" for stack in stacks()), END])
+    return "\n".join([BEGIN, *(f"{stack_markdown(stack)}\n" for stack in EXAMPLE_STACKS), END])
 
 
 def rewrite(path: Path = PAGE) -> None:

@@ -40,7 +40,17 @@ from components import key_path
 if TYPE_CHECKING:  # the mocks and the plan model load Pulumi: only a config that passes needs them
     from components.plan_view.model import Plan
 
-__all__ = ["ROOT", "Plan", "PlanInputError", "main", "project_root", "read_stack_config", "run", "stacks"]
+__all__ = [
+    "EXAMPLE_STACKS",
+    "ROOT",
+    "Plan",
+    "PlanInputError",
+    "main",
+    "project_root",
+    "read_stack_config",
+    "run",
+    "stacks",
+]
 
 _PACKAGED = Path(__file__).resolve().parent / "project"
 ROOT = _PACKAGED if (_PACKAGED / "Pulumi.yaml").is_file() else Path(__file__).resolve().parent.parent
@@ -49,6 +59,9 @@ example stacks and examples/ (components/project/, which setup.py fills)."""
 PROJECT_FILE = "Pulumi.yaml"
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 """The keys a Pulumi.<stack>.yaml holds (pulumi/automation/_stack_settings.py StackSettings; `environment`: ESC)."""
+EXAMPLE_STACKS = ("cluster", "gke", "gke-mps", "gke-time-sharing", "k3s")
+"""The committed stack files, examples to copy: a stack of a user's own (`Pulumi.mine.yaml`) beside them is
+ignored by git (.gitignore), left out of the wheel (setup.py) and of the golden plans (docs/stacks.md)."""
 
 
 def __getattr__(name: str) -> Any:

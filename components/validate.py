@@ -169,6 +169,18 @@ def image_reference(value: str) -> str:
     return value
 
 
+def image_repository(value: str) -> str:
+    """An image without its tag or digest, its registry host first: `registry.k8s.io/kube-scheduler`."""
+    first, sep, path = value.partition("/")
+    tagged = ":" in path or "@" in value
+    if tagged or not sep or "." not in first.split(":")[0] or not _IMAGE.match(value):
+        raise ValueError(
+            f"{quoted(value)} is not an image repository with its registry; give one such as "
+            "registry.k8s.io/kube-scheduler (host first, no tag: the chart adds it)"
+        )
+    return value
+
+
 def registry(value: str) -> str:
     """A registry mirror: host[:port] and an optional path, no scheme and no tag."""
     if "://" in value:

@@ -56,3 +56,14 @@ def test_constraints_pin_every_dependency_inside_its_range() -> None:
 
 def test_constraints_pin_the_sdks_the_private_names_were_read_against() -> None:
     assert {name: str(PINS[canonicalize_name(name)]) for name in READ_AGAINST} == READ_AGAINST
+
+
+def test_every_page_gives_the_floor_one_reason_the_feature_table_backs() -> None:
+    """pyproject.toml's comment and the README name the feature that sets each floor, at FEATURE_FLOORS' release."""
+    for package, text in (("pulumi-kubernetes", "filter in a `waitFor` expression"),):
+        first = max((Version(v) for feature, (p, v) in FEATURE_FLOORS.items() if p == package), default=None)
+        assert first is not None and floor(package) == Version(f"{first.major}.{first.minor}")
+        line = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if f'"{package}>=' in line)
+        assert f"waitFor ({first})" in line, line
+        readme = (ROOT / "README.md").read_text()
+        assert f"{package} {first.major}.{first.minor} for the {text}" in readme

@@ -49,7 +49,9 @@ pulumi.export("outputs", dict(sharing.outputs))
 def _args(version: str, **changes: Any) -> hami.HamiArgs:
     """HamiArgs with its section: keys of HamiConfig go into the section, the rest onto the args."""
     own = set(HamiConfig.model_fields) - {"runtime_class_name"}  # the args carry the one the toolkit decided
-    section = {"version": version, "scheduler_image_tag": "v1.35.6", **{k: v for k, v in changes.items() if k in own}}
+    chart_image = "/".join(hami.CHART_SCHEDULER_IMAGE)  # the chart's own, so its mirroring is what is tested
+    section = {"version": version, "scheduler_image_tag": "v1.35.6", "scheduler_image": chart_image}
+    section |= {k: v for k, v in changes.items() if k in own}
     rest = {k: v for k, v in changes.items() if k not in own}
     return hami.HamiArgs(settings=HamiConfig(**section), **{"stack": "test", **rest})
 

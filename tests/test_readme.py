@@ -54,10 +54,11 @@ def test_readme_sections_come_in_the_order_a_newcomer_needs_them() -> None:
 
 def test_readme_creates_the_stack_with_its_passphrase_before_any_stack_command() -> None:
     real = docs.section(README, "Use it for real")
-    create = real.index("pulumi stack select --create k3s")
+    create = real.index("pulumi stack init mine")
+    assert real.index("cp Pulumi.k3s.yaml Pulumi.mine.yaml") < create
     assert real.index("pulumi login --local") < real.index("export PULUMI_CONFIG_PASSPHRASE=") < create
     assert create < real.index("pulumi config set") < real.index("pulumi up") < real.index("pulumi destroy")
-    assert not re.search(r"^pulumi stack select k3s", real, re.M)  # fails for a stack that does not exist yet
+    assert not re.search(r"^pulumi stack (select|init) (--create )?k3s", real, re.M)  # the examples stay untouched
 
 
 def test_readme_time_estimate_is_the_verifiers_own_deadline() -> None:
@@ -140,7 +141,7 @@ def test_layout_page_names_every_module_and_folder_of_components() -> None:
         named += [p.name for p in (components / folder).glob("*.py") if p.name != "__init__.py"]
     for room in sorted((components / "incluster").glob("*/__init__.py")):  # its rooms, each module of each
         named += [f"  {room.parent.name}/", *(p.name for p in room.parent.glob("*.py") if p.name != "__init__.py")]
-    named += [p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml")]
+    named += list(STACKS)
     missing = [name for name in named if name not in layout]
     assert not missing, f"docs/layout.md does not name {missing}"
 
@@ -179,7 +180,11 @@ def test_readme_and_docs_show_plan_commands_and_refusals() -> None:
 
 
 @pytest.mark.parametrize(("page", "args"), PLAN_COMMANDS)
-def test_shown_plan_command_plans(page: str, args: str, capsys) -> None:
+def test_shown_plan_command_plans(page: str, args: str, capsys, tmp_path, monkeypatch) -> None:
+    if shlex.split(args)[0] == OWN_STACK:  # the user's copy of an example, made as the page makes it
+        from tests.test_own_stack import _own_project
+
+        monkeypatch.chdir(_own_project(tmp_path, "k3s", (OWN_STACK,)))
     assert main(shlex.split(args)) == 0, page
     capsys.readouterr()
 
@@ -278,9 +283,13 @@ def _config_keys() -> set[str]:
     return keys
 
 
+OWN_STACK = "mine"
+"""The name the pages give a stack of the user's own, copied from an example (docs/stacks.md)."""
+
+
 def test_every_stack_a_command_names_has_its_stack_file() -> None:
     named = {(page, _stack_of(words)) for page, words in PULUMI if _stack_of(words)}
-    assert named and all(stack in STACKS for _, stack in named), named
+    assert named and all(stack in [*STACKS, OWN_STACK] for _, stack in named), named
     configs = {w for _, words in PULUMI for w in words if w.startswith("policies/config/")}
     assert configs and all((ROOT / c).is_file() for c in configs), configs
 

@@ -29,7 +29,8 @@ class ExistingStack(Stack):
     platform: Literal["existing"]
     """Where Kubernetes comes from."""
     toolkit: Literal["gpu-operator", "host"] = "gpu-operator"
-    """Who provides the NVIDIA container toolkit: the GPU Operator, or the nodes themselves (README's pre-check)."""
+    """Who provides the NVIDIA container toolkit: the GPU Operator, or the nodes themselves (the pre-check in
+    docs/stacks.md, the `cluster` stack's step 1)."""
     sharing: Literal["hami"] = "hami"
     """The GPU-sharing system."""
     cluster: ClusterConfig

@@ -362,7 +362,7 @@ def image_hosts(cfg: Stack) -> set[str]:
     for name, version in cfg.chart_pins().items():
         chart = CHARTS.get((CHART_NAMES[name], version))
         if chart is not None:
-            hosts |= chart_hosts(chart)
+            hosts |= chart_hosts(chart, getattr(cfg, name, None))
     return hosts
 
 
@@ -372,11 +372,14 @@ def _upstream_of(reference: str) -> str:
     return upstream_host(first) if rest and is_registry_host(first) else DOCKER_HUB
 
 
-def chart_hosts(chart: ChartImages) -> set[str]:
+def chart_hosts(chart: ChartImages, section: object = None) -> set[str]:
+    """The registries the chart's images come from; HAMi's kube-scheduler from `hami.schedulerImage`."""
     found: set[str] = set()
     for image in chart.images:
         location = image.location_default or image.location_fallback if image.location is not None else None
         text = f"{location}/{image.name_default}" if location else image.name_default
+        if chart.chart == "hami" and image.role == "kube-scheduler":
+            text = getattr(section, "scheduler_image", text)
         found.add(_upstream_of(text))
     return found
 

@@ -48,7 +48,8 @@ class KaiConfig(Settings):
     queue: Annotated[Text, checked(validate.dns_label, "queue name")] = "default-queue"
     """Queue the proof Pods are labelled with."""
     parent_queue: Annotated[Text, checked(validate.dns_label, "queue name")] = "default-parent-queue"
-    """Parent of `queue`; KAI creates both and keeps them on uninstall."""
+    """Parent of `queue`; the stack creates both and deletes them on destroy (with `deleteKeptQueues` false, KAI's
+    chart creates them and keeps them after uninstall)."""
     delete_kept_queues: bool = True
     """Delete the queues KAI keeps (`helm.sh/resource-policy: keep`) when the stack is destroyed."""
 
@@ -110,6 +111,9 @@ class HamiConfig(Settings):
     """Pinned chart version (2.9.0 and 2.10.0 are supported)."""
     namespace: K8sNamespace = "hami-system"
     """Namespace of the release."""
+    scheduler_image: Annotated[Text, AfterValidator(validate.image_repository)] = "registry.k8s.io/kube-scheduler"
+    """kube-scheduler image, without its tag: upstream's; the chart's own default is a regional mirror,
+    `registry.cn-hangzhou.aliyuncs.com/google_containers/kube-scheduler`, which the example stacks keep."""
     scheduler_image_tag: Annotated[Text, AfterValidator(validate.kubernetes_version)] | None = None
     """kube-scheduler image tag; unset, the chart takes the server's own version; a pin must equal the known one."""
     device_split_count: Count = Field(10, ge=1)

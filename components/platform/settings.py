@@ -36,7 +36,7 @@ class GkeConfig(Settings):
 
     zone: GceZone = "asia-northeast1-a"
     """Zone of the zonal cluster and its GPU pool."""
-    cluster_name: Annotated[Text, checked(validate.gce_name, "GKE cluster name", 40)] = "kai-hami-test"
+    cluster_name: Annotated[Text, checked(validate.gce_name, "GKE cluster name", 40)] = "gpushare"
     """Name of the GKE cluster."""
     kubernetes_version: Annotated[Text, AfterValidator(validate.gke_version)] = "1.35."
     """A prefix ending in '.' picks the newest valid version in the zone; a full version pins it."""
@@ -117,7 +117,7 @@ class K3sConfig(Settings):
 
     version: Text = "v1.36.2+k3s1"
     """Pinned k3s release."""
-    node_name: Annotated[Text, checked(validate.dns_subdomain, "node name")] = "hami-lab-rtx6000"
+    node_name: Annotated[Text, checked(validate.dns_subdomain, "node name")] = "gpushare-gpu"
     """Node name k3s registers."""
     install_driver: bool = True
     """Install `nvidia-open` when `nvidia-smi -L` fails (Blackwell needs the open kernel modules)."""

@@ -13,7 +13,7 @@ import difflib
 import sys
 from typing import Any
 
-from components.plan import ROOT, run, stacks
+from components.plan import EXAMPLE_STACKS, ROOT, run
 from components.plan_view import golden as golden_form
 from components.plan_view.golden import GOLDEN_DIR
 
@@ -69,7 +69,7 @@ def mirrored(stack: str) -> list[str]:
 def variants() -> dict[str, tuple[str, list[str]]]:
     """Golden file name → (stack, `-c` overrides): each stack as shipped, and mirrored."""
     found: dict[str, tuple[str, list[str]]] = {}
-    for stack in stacks():
+    for stack in EXAMPLE_STACKS:
         found[stack] = (stack, [])
         found[f"{stack}-mirrored"] = (stack, mirrored(stack))
     return found
