@@ -25,6 +25,7 @@ from components.config.read import (
     parse,
 )
 from components.config.shared import CHART_NAMES, GpuConfig, HamiChartSources, HostGpuConfig, Stack
+from components.contracts.cluster import GoogleAuth
 from components.contracts.settings import NAMESPACE, alias
 from components.gpu.settings import (
     ChartSourceConfig,
@@ -75,10 +76,19 @@ __all__ = [
     "VmConfig",
     "alias",
     "check_stack_config",
+    "google_auth",
     "load",
     "model_of",
     "parse",
 ]
+
+
+def google_auth() -> GoogleAuth:
+    """The Google provider's credentials as the stack sets them (`gcp:credentials`, `gcp:accessToken`), secret."""
+    import pulumi  # here: the models import without the runtime
+
+    provider = pulumi.Config("gcp")
+    return GoogleAuth(credentials=provider.get_secret("credentials"), access_token=provider.get_secret("accessToken"))
 
 
 def load() -> StackConfig:

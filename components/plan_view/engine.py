@@ -119,6 +119,7 @@ class _Up:
             if self.requires_replacement(candidate, replace_set):
                 chain.append(candidate)
                 replace_set.add(candidate["name"])
+
         def cascades(r: dict[str, Any]) -> bool:
             named = _options(r).get("replaceWith") or []
             return root["name"] in named or (self.cascade and _options(r).get("deletedWith") == root["name"])
