@@ -18,7 +18,7 @@ import pulumi  # noqa: E402
 from components import compose  # noqa: E402
 from components.versions import gpushare_version  # noqa: E402
 
-cluster = compose.platform(cfg)
+cluster = compose.platform(cfg, config.google_auth())
 toolkit = compose.toolkit(cfg, cluster)
 sharing = compose.sharing(cfg, cluster, toolkit)
 verdict = compose.proof(cfg, cluster, sharing)

@@ -11,11 +11,14 @@ import pytest
 
 from components.mocks import GpushareMocks
 from components.plan import Plan
-from components.plan_view.engine import Step, up
+from components.plan_view.engine import CASCADE_CLI, TARGET_CLI, Step, cli_version, up
 from components.platform.k3s_bootstrap import K3S_UNINSTALL, render_uninstall_script
 
 HOST = ("gpushare:platform=existing-host", "gpushare:vm=null", "gpushare:host.privateKey=key")
 INSTALL = "https://get.k3s.io"
+OLDER_CLI = cli_version("v3.259.0")
+"""The last CLI before pulumi#23818: a deletedWith plays no part in replacing."""
+BOTH_ENGINES = pytest.mark.parametrize("cli", [OLDER_CLI, TARGET_CLI], ids=["v3.259.0", "v3.276.0"])
 
 
 def runs(step: Step) -> str:
@@ -122,11 +125,14 @@ class NewIds(GpushareMocks):
         return resource_id, state
 
 
-def replacement(fresh_plan: Callable[..., Plan], stack: str, before: list[str], after: list[str]) -> list[Step]:
+def replacement(
+    fresh_plan: Callable[..., Plan], stack: str, before: list[str], after: list[str], cli: tuple[int, int, int]
+) -> list[Step]:
     old = fresh_plan(stack, before, mocks=NewIds("1"))
-    return up(old.resources, fresh_plan(stack, after, mocks=NewIds("2")).resources)
+    return up(old.resources, fresh_plan(stack, after, mocks=NewIds("2")).resources, cli)
 
 
+@BOTH_ENGINES
 @pytest.mark.parametrize(
     ("stack", "before", "after", "root"),
     [
@@ -135,9 +141,9 @@ def replacement(fresh_plan: Callable[..., Plan], stack: str, before: list[str], 
     ],
 )
 def test_a_delete_first_replacement_reaches_no_object_through_the_old_api(
-    fresh_plan: Callable[..., Plan], stack: str, before: list[str], after: list[str], root: str
+    fresh_plan: Callable[..., Plan], stack: str, before: list[str], after: list[str], root: str, cli: Any
 ) -> None:
-    steps = replacement(fresh_plan, stack, before, after)
+    steps = replacement(fresh_plan, stack, before, after, cli)
     ops = [(s.op, s.name) for s in steps]
     deleted_root = ops.index(("delete", root))
     assert ops.index(("create-replacement", root)) > deleted_root
@@ -153,16 +159,45 @@ def test_a_delete_first_replacement_reaches_no_object_through_the_old_api(
     assert {s.name for s in objects} <= created
 
 
-def test_deleted_with_the_vm_itself_every_object_would_be_deleted_through_the_old_api(
-    fresh_plan: Callable[..., Plan],
+@pytest.mark.parametrize(("cli", "op"), [(OLDER_CLI, "delete"), (TARGET_CLI, "drop")], ids=["v3.259.0", "v3.276.0"])
+def test_deleted_with_the_vm_itself_the_objects_go_through_the_old_api_only_before_the_cascade_engine(
+    fresh_plan: Callable[..., Plan], cli: Any, op: str
 ) -> None:
-    # What the engine does with a deletedWith on the chain's root, which it marks replaced, not deleted.
+    # A deletedWith on the chain's root: marked replaced only before pulumi#23818, replaced and deleted since.
     old = fresh_plan("k3s", ["gpushare:vm.spot=true"], mocks=NewIds("1")).resources
     for resource in old:
         if resource["type"].startswith("kubernetes:"):
             resource["options"]["deletedWith"] = "k3s-vm-instance"
-    steps = up(old, fresh_plan("k3s", ["gpushare:vm.spot=false"], mocks=NewIds("2")).resources)
-    assert {s.op for s in steps if s.type.startswith("kubernetes:") and s.op in ("delete", "drop")} == {"delete"}
+    steps = up(old, fresh_plan("k3s", ["gpushare:vm.spot=false"], mocks=NewIds("2")).resources, cli)
+    assert {s.op for s in steps if s.type.startswith("kubernetes:") and s.op in ("delete", "drop")} == {op}
+
+
+def _root_and_dependent() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A VM replaced delete-first (a new zone) and a step deletedWith it whose own inputs do not change."""
+    vm = {"type": "gcp:compute/instance:Instance", "name": "vm", "inputs": {"zone": "a"},
+          "options": {"deleteBeforeReplace": True}}  # fmt: skip
+    step = {"type": "command:remote:Command", "name": "step", "inputs": {"create": "true"},
+            "options": {"deletedWith": "vm"}, "dependsOn": []}  # fmt: skip
+    return [vm, step], [{**vm, "inputs": {"zone": "b"}}, copy.deepcopy(step)]
+
+
+def test_before_the_cascade_engine_a_resource_deleted_with_a_replaced_one_stays_as_a_ghost() -> None:
+    old, new = _root_and_dependent()
+    ops = [(s.op, s.name) for s in up(old, new, OLDER_CLI)]
+    assert ops == [("delete", "vm"), ("create-replacement", "vm")]
+
+
+def test_from_the_cascade_engine_a_resource_deleted_with_a_replaced_one_is_replaced_with_no_call() -> None:
+    old, new = _root_and_dependent()
+    ops = [(s.op, s.name) for s in up(old, new, CASCADE_CLI)]
+    assert ops == [("drop", "step"), ("delete", "vm"), ("create-replacement", "vm"), ("create-replacement", "step")]
+
+
+def test_the_project_targets_a_cli_with_the_cascade_and_versions_read_as_pulumi_version_prints_them() -> None:
+    assert TARGET_CLI >= CASCADE_CLI == cli_version("v3.260.0") == (3, 260, 0)
+    assert cli_version("3.276.0") == TARGET_CLI
+    with pytest.raises(ValueError, match=r"MAJOR\.MINOR\.PATCH"):
+        cli_version("latest")
 
 
 # --- a replaced node pool re-runs the proof -----------------------------------------------------------------------

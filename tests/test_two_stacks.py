@@ -63,3 +63,36 @@ def test_any_stack_name_gives_a_dns_label_of_its_own() -> None:
     assert names["k3s"] == "hami-server-version-k3s"
     assert all(re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", n) for n in names.values()), names
     assert len(set(names.values())) == len(names)  # Prod_EU and prod-eu, 80 and 81 a's: still apart
+
+
+CHART_WIDE = {
+    "cluster-hami.yaml": {("ClusterRole", "hami-scheduler"), ("MutatingWebhookConfiguration", "hami-webhook")},
+    "cluster-gpu-operator.yaml": {("ClusterPolicy", "cluster-policy"), ("ClusterRole", "gpu-operator")},
+}
+"""Cluster-wide objects the pinned charts create whatever stack installs them: HAMi's from its release name
+(hami-2.10.0 templates/_helpers.tpl `hami-vgpu.fullname`), the GPU Operator's fixed (gpu-operator-v26.7.0
+templates/clusterpolicy.yaml `name: cluster-policy`, clusterrole.yaml `name: gpu-operator`)."""
+
+
+def test_a_second_stack_on_one_cluster_installs_the_same_cluster_wide_chart_objects_so_it_is_not_supported(
+    tmp_path: Path, rendered_dir: Path
+) -> None:
+    import yaml
+
+    first = run("cluster")
+    second = run("cluster-team-b", list(SECOND), root=_as_stack(tmp_path, "cluster-team-b"))
+    releases = [
+        {
+            r["inputs"]["chart"]: r["inputs"]["name"]
+            for r in plan.resources
+            if r["type"] == "kubernetes:helm.sh/v3:Release"
+        }
+        for plan in (first, second)
+    ]
+    # The same release names in other namespaces: Helm renders the same cluster-wide names for both ...
+    assert releases[0] == releases[1] and {"hami", "gpu-operator"} <= set(releases[0])
+    for manifest, names in CHART_WIDE.items():
+        docs = [d for d in yaml.safe_load_all((rendered_dir / manifest).read_text()) if d]
+        rendered = {(d["kind"], d["metadata"]["name"]) for d in docs}
+        assert names <= rendered, manifest
+    # ... so the second `up` meets Helm's ownership check on them (docs/stacks.md, Two stacks on one cluster).

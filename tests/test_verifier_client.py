@@ -144,7 +144,9 @@ class FakeClock:
         self.now += seconds
 
 
-def run_verifier(tmp_path: Path, url: str, expect: dict[str, Any], clock: FakeClock | None = None) -> tuple[int, Any]:
+def run_verifier(
+    tmp_path: Path, url: str, expect: dict[str, Any], clock: FakeClock | None = None, **extra_env: str
+) -> tuple[int, Any]:
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
     termination = tmp_path / "termination-log"
@@ -157,6 +159,7 @@ def run_verifier(tmp_path: Path, url: str, expect: dict[str, Any], clock: FakeCl
         "GPUSHARE_TERMINATION_LOG": str(termination),
         "GPUSHARE_POLL_SECONDS": "5",
         "GPUSHARE_OVERCOMMIT_GRACE_SECONDS": "30",
+        **extra_env,
     }
     clock = clock or FakeClock()
     rc = verifier.main(env, clock=clock, sleep=clock.sleep)

@@ -76,10 +76,13 @@ def applied(tmp_path: Path, stack: str, message: str | None, overrides: list[str
 # --- the Pod and its RBAC ----------------------------------------------------------------------------------
 
 
-def test_verifier_pod_is_waited_for_until_its_container_terminated(plans: dict[str, Plan]) -> None:
+def test_verifier_pod_is_waited_for_until_its_container_terminated_or_the_scheduler_refused_it(
+    plans: dict[str, Plan],
+) -> None:
     pod = verifier_pod(plans["k3s"])
     wait_for = pod["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"]
-    assert wait_for == "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed']}"  # succeeded or failed
+    # succeeded, failed, or a conditions list holding the scheduler's Unschedulable
+    assert wait_for == "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed' || @[?@.reason == 'Unschedulable']]}"
     assert "pulumi.com/skipAwait" not in pod["inputs"]["metadata"]["annotations"]
     spec = pod["inputs"]["spec"]
     assert spec["restartPolicy"] == "Never"

@@ -9,7 +9,7 @@ import pulumi
 from components import pricing, validate
 from components.compose.kubeconfig import cluster_identity
 from components.config import GKE_NATIVE, ExistingHostStack, ExistingStack, GkeStack, K3sVmStack, StackConfig
-from components.contracts.cluster import ClusterFacts, GpuFacts
+from components.contracts.cluster import ClusterFacts, GoogleAuth, GpuFacts
 from components.contracts.errors import InputError
 from components.gke_sharing import API_STRATEGY
 from components.gpus import GPU_MODELS
@@ -34,13 +34,14 @@ def refuse_documentation_addresses(key: str, values: list[str]) -> None:
     raise InputError(key, problem)
 
 
-def platform(cfg: StackConfig) -> ClusterFacts:
-    """The platform `cfg.platform` names, as facts the GPU software reads."""
+def platform(cfg: StackConfig, google_auth: GoogleAuth | None = None) -> ClusterFacts:
+    """The platform `cfg.platform` names, as facts the GPU software reads; `google_auth` reaches the VM's host-key
+    read, which calls the compute API outside the provider."""
     match cfg:
         case GkeStack():
             return gke_platform(cfg)
         case K3sVmStack():
-            return k3s_vm_platform(cfg)
+            return k3s_vm_platform(cfg, google_auth or GoogleAuth())
         case ExistingHostStack():
             return existing_host_platform(cfg)
         case ExistingStack():
@@ -157,7 +158,7 @@ def bootstrap_args(
     )
 
 
-def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
+def k3s_vm_platform(cfg: K3sVmStack, google_auth: GoogleAuth) -> ClusterFacts:
     """A GPU VM, bootstrapped into a one-node k3s cluster."""
     section, card = cfg.vm, GPU_MODELS.get(cfg.gpu.type)
     refuse_documentation_addresses("gpushare:vm.allowedSourceRanges", list(section.allowed_source_ranges))
@@ -169,6 +170,7 @@ def k3s_vm_platform(cfg: K3sVmStack) -> ClusterFacts:
             gpu_count=cfg.gpu.per_node,
             attach_accelerator=not (card and card.bundled_with_machine),
             network_tag=k3s_vm.network_tag(pulumi.get_project(), pulumi.get_stack()),
+            google_auth=google_auth,
         ),
     )
     args = dataclasses.replace(

@@ -10,6 +10,8 @@ one line that names the full key and the fix (`ConfigError`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from components.config.existing import ExistingChartSources, ExistingStack
 from components.config.gke import GKE_NATIVE, GkeChartSources, GkeSharing, GkeStack
 from components.config.k3s import ExistingHostStack, K3sStack, K3sVmStack
@@ -37,6 +39,9 @@ from components.gpu.settings import (
 )
 from components.platform.settings import ClusterConfig, GkeConfig, HostConfig, K3sConfig, VmConfig
 from components.verify.settings import VerifyConfig
+
+if TYPE_CHECKING:  # imported when called: a refusal loads no Pulumi
+    from components.contracts.cluster import GoogleAuth
 
 __all__ = [
     "CHART_NAMES",
@@ -75,10 +80,21 @@ __all__ = [
     "VmConfig",
     "alias",
     "check_stack_config",
+    "google_auth",
     "load",
     "model_of",
     "parse",
 ]
+
+
+def google_auth() -> GoogleAuth:
+    """The Google provider's credentials as the stack sets them (`gcp:credentials`, `gcp:accessToken`), secret."""
+    import pulumi  # here: the models import without the runtime
+
+    from components.contracts.cluster import GoogleAuth
+
+    provider = pulumi.Config("gcp")
+    return GoogleAuth(credentials=provider.get_secret("credentials"), access_token=provider.get_secret("accessToken"))
 
 
 def load() -> StackConfig:

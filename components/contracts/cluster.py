@@ -12,6 +12,20 @@ from components.providers import k8s
 
 
 @dataclass(frozen=True)
+class GoogleAuth:
+    """The Google provider's own credentials (`gcp:credentials`, `gcp:accessToken`), secret, for the steps that call
+    Google APIs outside the provider (the host-key read); None where unset, the environment then decides."""
+
+    credentials: pulumi.Input[str] | None = None
+    access_token: pulumi.Input[str] | None = None
+
+    def environment(self) -> dict[str, pulumi.Input[str]]:
+        """The step's environment entries, each a secret (components/platform/google_token.py reads them)."""
+        named = {"GPUSHARE_GCP_CREDENTIALS": self.credentials, "GPUSHARE_GCP_ACCESS_TOKEN": self.access_token}
+        return {k: pulumi.Output.secret(v) for k, v in named.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class GpuFacts:
     """The cards of the GPU nodes, as nvidia-smi and the schedulers see them."""
 

@@ -17,6 +17,8 @@ Environment:
   GPUSHARE_POLL_SECONDS           default 5
   GPUSHARE_OVERCOMMIT_GRACE_SECONDS  default 30
   GPUSHARE_TRY_GRACE_SECONDS      default 120: how long Pod-level tries may still run once the proof is complete
+  GPUSHARE_UNSCHEDULABLE_GRACE_SECONDS  default 120: how long a proof Pod may stay Unschedulable before the
+                                  verifier ends, with the scheduler's reason, instead of waiting out its deadline
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .evidence.parse import probe_results
 from .evidence.pods import HAMI_BIND_ANNOTATIONS
 from .expectation import Expectation
 from .kube import IN_CLUSTER_URL, SA_DIR, ApiClient, ApiError
+from .scheduling import UnplacedClock, unschedulable
 
 DEFAULTS = {
     "GPUSHARE_API_URL": IN_CLUSTER_URL,
@@ -43,6 +46,7 @@ DEFAULTS = {
     "GPUSHARE_POLL_SECONDS": "5",
     "GPUSHARE_OVERCOMMIT_GRACE_SECONDS": "30",
     "GPUSHARE_TRY_GRACE_SECONDS": "120",
+    "GPUSHARE_UNSCHEDULABLE_GRACE_SECONDS": "120",
 }
 LOG_TAIL_LINES = 400
 """The probe JSON is the log's last lines; the human lines before it need not all be read."""
@@ -87,11 +91,14 @@ def _pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
 
 
-def read_pod(client: ApiClient, namespace: str, name: str, with_log: bool,
-             wall: Callable[[], str] | None = None) -> dict[str, Any]:  # fmt: skip
+def read_pod(client: ApiClient, namespace: str, name: str, with_log: bool, wall: Callable[[], str] | None = None,
+             unplaced: list[str | None] | None = None) -> dict[str, Any]:  # fmt: skip
     """The Pod as pod_evidence keeps it, its log's tail, and (given `wall`) when it was read: no probe time of its
-    may come later."""
-    pod = pod_evidence(client.json(_pod_path(namespace, name)))
+    may come later. Given `unplaced`, appends the scheduler's reason it is not placed (None when it is)."""
+    obj = client.json(_pod_path(namespace, name))
+    if unplaced is not None:
+        unplaced.append(unschedulable(obj.get("status")))
+    pod = pod_evidence(obj)
     if with_log and pod["phase"] in ("Running", "Succeeded", "Failed"):
         pod["logs"] = client.text(_pod_path(namespace, name) + "/log", {"tailLines": str(LOG_TAIL_LINES)})
     if wall is not None:
@@ -175,36 +182,44 @@ def wait_for_results(
     try_grace: float = 120.0,
     watch: list[dict[str, Any]] | None = None,
     wall: Callable[[], str] | None = None,
+    unschedulable_grace: float = 120.0,
 ) -> list[str]:
     """Poll until every proof Pod has printed its probe JSON (or ended) and the over-commit Pod had `grace` seconds
     beside Running proof Pods, then up to `try_grace` more for the Pod-level tries to end; returns what was still
-    missing at the deadline ([] when complete). Every poll's read of the over-commit Pod goes to `watch`."""
+    missing at the deadline ([] when complete), or sooner once a proof Pod (the over-commit Pod is Pending by
+    design) has been Unschedulable for `unschedulable_grace` seconds. Every poll's read of the over-commit Pod
+    goes to `watch`."""
     namespace = expect.namespace
     deadline = clock() + float(expect.deadline_seconds)
     running_since: float | None = None
     settled_since: float | None = None
     wall = wall or wall_clock(clock)
+    unplaced = UnplacedClock()
     while True:
         waiting: list[str] = []
         all_running, any_ended = True, False
         phases: dict[str, Any] = {}
         for name in expect.pods:
+            reason: list[str | None] = []
             try:
-                pod = read_pod(client, namespace, name, with_log=True)
+                pod = read_pod(client, namespace, name, with_log=True, unplaced=reason)
             except ApiError as exc:
                 waiting.append(f"Pod {name}: {exc}")
                 all_running = False
                 phases[name] = None
                 continue
             phases[name] = pod["phase"]
+            unplaced.saw(name, reason[0], clock())
             all_running = all_running and pod["phase"] == "Running"
             any_ended = any_ended or pod["phase"] in ("Succeeded", "Failed")
             if not _has_results(expect, pod, name) and pod["phase"] not in ("Succeeded", "Failed"):
                 waiting.append(f"Pod {name} ({pod['phase']}) has not printed its probe result")
         whole = expect.whole_gpu_pod
         if whole:
+            reason = []
             try:
-                phase = read_pod(client, namespace, whole, with_log=False)["phase"]
+                phase = read_pod(client, namespace, whole, with_log=False, unplaced=reason)["phase"]
+                unplaced.saw(whole, reason[0], clock())
                 if phase not in ("Succeeded", "Failed"):
                     waiting.append(f"whole-GPU Pod {whole} is {phase}")
             except ApiError as exc:
@@ -219,6 +234,9 @@ def wait_for_results(
                 running_since = clock()
             if running_since is None or clock() - running_since < grace:
                 waiting.append(f"over-commit Pod {expect.overcommit_pod} is given {grace:.0f} s to be scheduled")
+        stuck = unplaced.overdue(clock(), unschedulable_grace)
+        if stuck:  # the scheduler's verdict is in: waiting out the deadline would only delay it
+            return stuck
         if not waiting:
             # Pod-level tries only add findings: they get a bounded wait once the proof itself is complete.
             settled_since = clock() if settled_since is None else settled_since
@@ -302,11 +320,12 @@ def verify(
     poll: float = 5.0,
     grace: float = 30.0,
     try_grace: float = 120.0,
+    unschedulable_grace: float = 120.0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Wait (watching the over-commit Pod), collect, judge: (evidence, result)."""
     watch: list[dict[str, Any]] = []
     wall = wall_clock(clock)
-    missing = wait_for_results(client, expect, clock, sleep, poll, grace, try_grace, watch, wall)
+    missing = wait_for_results(client, expect, clock, sleep, poll, grace, try_grace, watch, wall, unschedulable_grace)
     evidence = collect(client, expect, wall)
     evidence["errors"] = missing + evidence["errors"]
     if expect.overcommit_pod in evidence["pods"]:
@@ -345,6 +364,7 @@ def main(
             poll=float(setting["GPUSHARE_POLL_SECONDS"]),
             grace=float(setting["GPUSHARE_OVERCOMMIT_GRACE_SECONDS"]),
             try_grace=float(setting["GPUSHARE_TRY_GRACE_SECONDS"]),
+            unschedulable_grace=float(setting["GPUSHARE_UNSCHEDULABLE_GRACE_SECONDS"]),
         )
         print(message.log_line(evidence, "evidence"), flush=True)
     except Exception as exc:  # a crash still ends in a verdict, so Pulumi reads why instead of a timeout

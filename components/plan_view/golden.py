@@ -80,6 +80,8 @@ def masked(plan: Plan) -> dict[str, Any]:
     document = plan.as_dict()
     for resource in document["resources"]:
         resource["inputs"] = mask(resource["inputs"], plan.invented)
+        # A replacementTrigger may carry what a read at `up` returns (the proof Pods' pinned card).
+        resource["options"] = mask(resource.get("options") or {}, plan.invented)
     document["outputs"] = mask(document["outputs"], plan.invented)
     return document
 

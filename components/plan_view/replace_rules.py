@@ -30,7 +30,9 @@ def _containers(*fields: str) -> tuple[str, ...]:
 # pulumi-kubernetes diff.go:207-211 (metadataForceNewProperties): every object's name and namespace.
 K8S_IDENTITY = Rule(("/metadata/name", "/metadata/namespace"), f"{K8S_DIFF}:207")
 K8S_RULES: dict[str, Rule] = {
-    # diff.go:119-151 (core/v1 Pod) and 214-238 (containerForceNewProperties)
+    # diff.go:119-151 (core/v1 Pod) and 214-238 (containerForceNewProperties); no metadata but name and namespace
+    # (:207), so a Pod's annotations (HAMi's card pin) update in place: the proof Pods carry what places them in
+    # their replacementTrigger instead (components/verify/workloads.py, placement_trigger)
     "kubernetes:core/v1:Pod": Rule(
         (
             *(

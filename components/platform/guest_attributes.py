@@ -6,8 +6,10 @@ stored stdout, a stopped Spot VM's included). Standard library only, so any pyth
 `ssh-ed25519 <key>`, or fails with one line on stderr: at once for what waiting cannot fix (credentials, the
 permission), after retries for what does (the attribute not yet published on a first boot, the API's 429 and 5xx).
 
-Environment: GPUSHARE_INSTANCE_URL, the instance's selfLink; GOOGLE_OAUTH_ACCESS_TOKEN, else the token of gcloud's
-application-default credentials (what the Google provider uses unless told otherwise).
+Environment: GPUSHARE_INSTANCE_URL, the instance's selfLink; the credentials the Google provider reads, in its
+order (google_token.py): `gcp:accessToken` or `gcp:credentials` as the program passes them, GOOGLE_OAUTH_ACCESS_TOKEN,
+GOOGLE_CREDENTIALS and the other keyfile variables, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default
+credentials.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import base64
 import binascii
 import json
 import os
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+
+from components.platform import google_token
 
 ATTRIBUTE = "hostkeys/ssh-ed25519"
 """Where the guest agent publishes the ed25519 host key it generated on first boot (guest-agent
@@ -79,8 +82,8 @@ def key_line(status: int, body: bytes) -> str:
         )
     if status == 401:
         raise Refused(
-            "401: the credentials were refused; run `gcloud auth application-default login`, or set "
-            "GOOGLE_OAUTH_ACCESS_TOKEN"
+            "401: the credentials were refused; check gcp:credentials or GOOGLE_CREDENTIALS, run `gcloud auth "
+            "application-default login`, or set GOOGLE_OAUTH_ACCESS_TOKEN"
         )
     if status in HEALS:
         raise NotYet(f"{status} {_message(body)}".strip())
@@ -123,23 +126,11 @@ def http_fetch(url: str, token: str) -> tuple[int, bytes]:
 
 
 def access_token(environ: dict[str, str], run: Callable[[list[str]], str]) -> str:
-    """GOOGLE_OAUTH_ACCESS_TOKEN, else gcloud's application-default token; Refused when neither is there."""
-    if environ.get("GOOGLE_OAUTH_ACCESS_TOKEN"):
-        return environ["GOOGLE_OAUTH_ACCESS_TOKEN"]
+    """The token of the credentials the Google provider reads; Refused, in one line, when none gives one."""
     try:
-        token = run(["gcloud", "auth", "application-default", "print-access-token"]).strip()
-    except (OSError, subprocess.CalledProcessError):
-        token = ""
-    if not token:
-        raise Refused(
-            "no Google credentials to read the host key: run `gcloud auth application-default login`, "
-            "or set GOOGLE_OAUTH_ACCESS_TOKEN"
-        )
-    return token
-
-
-def _gcloud(argv: list[str]) -> str:
-    return subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60).stdout
+        return google_token.access_token(environ, run)
+    except google_token.CredentialsError as err:
+        raise Refused(str(err)) from None
 
 
 def main() -> int:
@@ -147,9 +138,12 @@ def main() -> int:
     try:
         if not instance_url.startswith("https://"):
             raise Refused("GPUSHARE_INSTANCE_URL is not an instance's selfLink")
-        print(read(_retrying_network, instance_url, access_token(dict(os.environ), _gcloud)))
+        print(read(_retrying_network, instance_url, access_token(dict(os.environ), google_token.gcloud)))
     except Refused as err:
         print(f"{instance_url.rsplit('/', 1)[-1] or 'the VM'}: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # one line, never a traceback: the step's stderr is what `pulumi up` prints
+        print(f"{instance_url.rsplit('/', 1)[-1] or 'the VM'}: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
     return 0
 

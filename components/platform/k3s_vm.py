@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_tls as tls
 import yaml
 
+from components.contracts.cluster import GoogleAuth
 from components.platform.k3s_bootstrap import API_PORT
 from components.platform.settings import VmConfig
 from components.providers import command, gcp
@@ -67,6 +68,8 @@ class GpuVmArgs:
     attach_accelerator: bool
     """False where the machine type carries its GPU (G2, G4, A2, A3): a guest accelerator is then refused."""
     network_tag: str
+    google_auth: GoogleAuth = field(default_factory=GoogleAuth)
+    """The provider's credentials, for the host-key read's call to the compute API."""
 
 
 class GpuVm(pulumi.ComponentResource):
@@ -178,7 +181,7 @@ class GpuVm(pulumi.ComponentResource):
         self.host_key_read = command.local.Command(
             f"{name}-host-key",
             create=HOST_KEY_READ,
-            environment={"GPUSHARE_INSTANCE_URL": self.instance.self_link},
+            environment={"GPUSHARE_INSTANCE_URL": self.instance.self_link, **args.google_auth.environment()},
             triggers=[self.instance.instance_id],
             logging=command.local.Logging.STDERR,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.instance]),

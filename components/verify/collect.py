@@ -17,11 +17,12 @@ import pulumi
 from components import incluster
 from components.incluster import audit, judge, message
 from components.incluster.expectation import Expectation
+from components.incluster.scheduling import UNSCHEDULABLE, unschedulable
 from components.providers import ApiFields, k8s
 from components.pulumi_internals import offline_plan, unknown_output
 from components.reader_account import reader_account
 from components.verify import report
-from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION, WAIT_ENDED
+from components.verify.workloads import COMMON_LABELS, GPU_TAINT_TOLERATION
 
 VERIFIER_POD = "gpushare-verifier"
 DEADLINE_MARGIN_SECONDS = 300
@@ -36,7 +37,17 @@ CLUSTER_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list"]},
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
 )
+UNPLACED_GRACE_ENV = "GPUSHARE_UNSCHEDULABLE_GRACE_SECONDS"
 PROXY_RULE: dict[str, Any] = {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]}
+# Ended (WAIT_ENDED's phases), or not placed: a `status` child that is an ended phase, or the conditions list holding
+# the scheduler's Unschedulable (RFC 9535 existence test; pulumi-kubernetes provider/pkg/jsonpath/jsonpath.go
+# Matches takes a selected list as found). A verifier the scheduler refuses ends `up` at once with its reason
+# instead of at the create timeout; the provider only logs the FailedScheduling event while it waits
+# (provider/pkg/await/watchers.go:206-232, NewEventAggregator).
+WAIT_ENDED_OR_UNPLACED = {
+    "pulumi.com/waitFor": "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed' || "
+    f"@[?@.reason == '{UNSCHEDULABLE}']]}}"
+}
 
 
 class VerificationFailed(Exception):
@@ -60,6 +71,8 @@ class VerifierArgs:
     """A new value replaces the verifier Pod, so it judges the new proof Pods."""
     replace_with: Sequence[pulumi.Resource] = ()
     """A replaced node pool or VM replaces the verifier too (pulumi step_generator.go:2893-2903, ReplaceWith)."""
+    unschedulable_grace_seconds: int = 120
+    """How long the verifier lets a proof Pod stay Unschedulable before it ends with the scheduler's reason."""
     shared_card_uuid: pulumi.Input[str] | None = None
     """The UUID of the card the proof Pods are pinned to, read at `pulumi up`: the verifier's copy of `expect`
     carries it (so a new card is judged by a new verifier), the planned one does not."""
@@ -105,9 +118,23 @@ def termination_message(status: Any) -> str | None:
     return message or None
 
 
+def _status_fields(status: Any) -> dict[str, Any]:
+    """The Pod status's conditions as the API writes them, from Pulumi's outputs or a manifest."""
+    conditions = _field(status, "conditions", "conditions") or []
+    keys = ("type", "status", "reason", "message")
+    return {"conditions": [{k: _field(c, k, k) for k in keys} for c in conditions]}
+
+
 def verdict_from_status(status: Any, expect: Expectation) -> dict[str, Any]:
     """The verifier Pod's status → the full `verification` output (message.expand of its termination message)."""
     text = termination_message(status)
+    unplaced = unschedulable(_status_fields(status)) if text is None else None
+    if unplaced is not None:
+        return judge.failed_verdict(
+            expect,
+            f"the verifier Pod {VERIFIER_POD} could not be scheduled: {unplaced}; fix that (or delete the Pod), "
+            "then set a new gpushare:verify.runId",
+        )
     if text is None:
         return judge.failed_verdict(expect, "the verifier Pod ended without a termination message; read its log")
     try:
@@ -215,6 +242,7 @@ class Verifier(pulumi.ComponentResource):
                     "env": [
                         {"name": "GPUSHARE_EXPECT", "value": expectation_json(expect, args.shared_card_uuid)},
                         {"name": "PYTHONUNBUFFERED", "value": "1"},
+                        {"name": UNPLACED_GRACE_ENV, "value": str(args.unschedulable_grace_seconds)},
                         *({"name": k, "value": v} for k, v in incluster.pod_env().items()),
                     ],
                     "volumeMounts": [incluster.volume_mount("probes")],
@@ -230,7 +258,7 @@ class Verifier(pulumi.ComponentResource):
                 "namespace": args.namespace,
                 "labels": COMMON_LABELS,
                 # Terminated either way: a verdict in the termination message, or the crash that stopped it.
-                "annotations": dict(WAIT_ENDED),
+                "annotations": dict(WAIT_ENDED_OR_UNPLACED),
             },
             spec=spec,
             opts=pulumi.ResourceOptions.merge(

@@ -106,6 +106,7 @@ class Proof(pulumi.ComponentResource):
                 ready=ready,
                 run_id=args.settings.run_id,
                 replace_with=args.replace_with,
+                unschedulable_grace_seconds=args.settings.unschedulable_grace_seconds,
                 shared_card_uuid=args.proof.shared_card.uuid if args.proof.shared_card else None,
             ),
             opts=pulumi.ResourceOptions(parent=self),

@@ -54,6 +54,8 @@ class VerifyConfig(Settings):
     """Each compute probe shape runs this long; the throttle bites after 3–4 s."""
     deadline_seconds: Count = Field(900, ge=60, le=7200)
     """How long the verifier waits for the proof Pods."""
+    unschedulable_grace_seconds: Count = Field(120, ge=0, le=7200)
+    """How long a proof Pod may stay Unschedulable before the verifier ends early, naming the scheduler's reason."""
     fail_on_violation: bool = True
     """Fail `pulumi up` when a check fails, once results are known."""
     pod_tries: bool = True

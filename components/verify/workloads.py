@@ -96,6 +96,21 @@ class ProofWorkloadsArgs:
     """A replaced node pool or VM replaces every proof Pod (pulumi step_generator.go:2893-2903, ReplaceWith)."""
 
 
+def placement_trigger(run_id: str, proof: SharingProof) -> pulumi.Input[str]:
+    """The proof Pods' replacementTrigger: the run, and on a multi-GPU node what places them (gpu.perNode, the
+    pinned card's UUID), since a Pod's annotations update in place (pulumi-kubernetes provider/pkg/provider/
+    diff.go:123-151 lists no metadata but name and namespace, :207) and a Pod updated in place is not placed again.
+    A one-card node keeps the bare run id, so a stack made before this trigger is not replaced by it."""
+    if proof.cards_per_node == 1 and proof.shared_card is None:
+        return run_id
+    placed = f"{run_id} gpu.perNode={proof.cards_per_node}"
+    if proof.shared_card is None:
+        return placed
+    # Unknown in a preview only while the node's read waits on a new gate: the engine then shows a replace
+    # (pulumi pkg/resource/deploy/step_generator.go:3683 shouldTriggerReplace); at `up` it is read first (:1797).
+    return pulumi.Output.from_input(proof.shared_card.uuid).apply(lambda uuid: f"{placed} card={uuid}")
+
+
 def probe_files() -> dict[str, str]:
     """The ConfigMap data mounted at incluster.MOUNT_PATH: the whole in-cluster package, keyed by incluster.key."""
     files = incluster.files()
@@ -276,14 +291,16 @@ class ProofWorkloads(pulumi.ComponentResource):
         if len(proof.requests) != 2:
             raise ValueError(f"the proof needs exactly two slice requests (a, b), got {len(proof.requests)}")
 
-        def child(depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
+        placed = placement_trigger(args.run_id, proof)
+
+        def child(depends_on: Sequence[pulumi.Resource] = (), *, pod: bool = True) -> pulumi.ResourceOptions:
             # Named Pods cannot coexist with their replacement: delete first (the delete is awaited, see CREATED).
             return pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
                 depends_on=[*args.ready, *depends_on],
                 delete_before_replace=True,
-                replacement_trigger=args.run_id,
+                replacement_trigger=placed if pod else args.run_id,
                 replace_with=list(args.replace_with) or None,
             )
 
@@ -292,7 +309,7 @@ class ProofWorkloads(pulumi.ComponentResource):
             f"{name}-probes",
             metadata={"name": cm_name, "namespace": args.namespace, "labels": COMMON_LABELS},
             data=probe_files(),
-            opts=child(),
+            opts=child(pod=False),
         )
         self.config_map_name = cm_name
 

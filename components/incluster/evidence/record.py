@@ -171,6 +171,10 @@ class Record:
         ghost = next((g for g in ghost_quota(self.quota_pods or self.pods, annotation) if g["pod"] == name), None)
         if ghost:
             text += f"; it holds {ghost['memMiB']} MiB / {ghost['cores']}% of HAMi quota while not running"
+        # The verifier's early end names the scheduler's reason (incluster/scheduling.py): the check shows it.
+        unplaced = next((e for e in self.errors if e.startswith(f"Pod {name} could not be scheduled")), None)
+        if unplaced:
+            text += f"; {unplaced}"
         return text + ("; the verifier's deadline passed" if late else "")
 
     def _read_devices(self) -> None:
