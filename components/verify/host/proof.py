@@ -206,6 +206,10 @@ def prove(
 ) -> dict[str, Any]:
     """Run the stack's proof Pods as processes under `options.setup` and judge them: {"verdict", "evidence"}."""
     started = time.time()
+    info = dict(cards.shared(options) or card())
+    host, rederived = expectation.on_card(host, info.get("name"))  # what depends on this card, not the planned one
+    if rederived:
+        log(rederived)
     expect, pods = host["expect"], host["pods"]
     options.workdir.mkdir(parents=True, exist_ok=True)
     cores = expect.get("coresPercent")
@@ -238,7 +242,6 @@ def prove(
     pods_ended = time.time()
     objects = {n: pod_object(r, who[n], pods_ended) for n, r in runs.items()}
     evidence = {"pods": objects, "nodes": {}, "metrics": {}, "errors": []}
-    info = dict(cards.shared(options) or card())
     judged_expect = expectation.host_expect(
         expect, mechanism(options.setup), limit_env(expect, options.setup), info.get("mib")
     )
@@ -271,6 +274,7 @@ def prove(
         "findings": with_neighbours(verdict["findings"], charges),
         "contextChargeMiB": charges,
         "card": info,
+        "rederived": rederived,
         "baseline": how,
         "holdSeconds": options.hold_seconds,
         "staggerSeconds": options.stagger_seconds,
