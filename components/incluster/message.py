@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from .evidence.strict import loads
 from .expectation import Expectation
 from .judge import planned_checks
 
@@ -167,7 +168,7 @@ def decode(message: str) -> dict[str, Any]:
             text = zlib.decompress(base64.b64decode(text[len(COMPRESSED) :])).decode()
         except (ValueError, zlib.error) as exc:
             raise ValueError(f"the compressed verdict does not decode: {exc}") from exc
-    value = json.loads(text)
+    value = loads(text, "the termination message")  # a key given twice (json.loads keeps the last) is refused
     if not isinstance(value, dict):
         raise ValueError("the verdict is not a JSON object")
     return value

@@ -51,6 +51,8 @@ def _hold_and_extra(e: Expectation, name: str, r: Mapping[str, Any], problems: l
         )
     elif hold.get("hold_mib") != e.hold_mib:
         problems.append(f"Pod {name} held {hold.get('hold_mib')} MiB, the plan asked for {e.hold_mib}")
+    if hold.get("ok") is True and hold.get("extra_mib") != e.extra_mib:
+        problems.append(f"Pod {name} asked {hold.get('extra_mib')} MiB beyond the hold, the plan asked {e.extra_mib}")
     if e.extra_mib and hold.get("extra_ok") is not False:
         problems.append(
             f"Pod {name}: {e.extra_mib} MiB beyond the hold was not refused (extra_ok={hold.get('extra_ok')})"

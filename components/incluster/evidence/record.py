@@ -205,6 +205,11 @@ class Record:
                     found = ties.audit_problem(name, e.namespace, self.audit, mapped)
                 if found:
                     self._refuse(f"{probe}:{name}", NotJudgeable(f"{name}.{probe}.{found[0]}", found[1]))
+        for name in self.names:
+            for other in (o for o in self.names if o != name):
+                found = ties.beside_compute(name, other, self.results.get(name) or {}, self.results.get(other) or {})
+                if found:
+                    self._refuse(f"compute:{name}", NotJudgeable(f"{name}.compute.{found[0]}", found[1]))
         names = self.probed()
         for probe in PROBES:
             for i, a in enumerate(names):
