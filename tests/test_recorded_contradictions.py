@@ -131,3 +131,54 @@ def test_a_key_given_twice_in_the_termination_message_is_refused() -> None:
     assert twice != text and message.decode(text) == compact
     with pytest.raises(ValueError, match="appears twice"):
         message.decode(twice)
+
+
+def test_an_extra_allocations_refusal_shown_only_by_a_child_processs_line_fails_memory_enforced() -> None:
+    """The probe's own line for its hold + extra removed; a child's line rewritten to ask the same bytes."""
+    expect, evidence = load("cluster")
+    lines = probe_line(evidence, "gpu-slice-a")["hami_oom_lines"]
+    own = lines[0].split(")]:")[0]
+    ask = (expect.hold_mib + expect.extra_mib) * (1 << 20)
+    extra = next(x for x in lines if x.startswith(own) and ask <= int(x.split(" OOM ")[1].split(" /")[0]) <= ask
+                 + (1 << 30))  # fmt: skip
+    asked = extra.split(" OOM ")[1].split(" /")[0]
+    child = next(x for x in lines if not x.startswith(own))
+    forged = child.replace(child.split(" OOM ")[1].split(" /")[0], asked)
+    edited = [forged if x == child else x for x in lines if x != extra]
+
+    def moved(r: dict[str, Any]) -> None:
+        r["hami_oom_lines"] = edited
+        r["enforcement"]["oom_lines"] = len(edited)
+
+    edit_probe(evidence, "gpu-slice-a", moved)
+    log = [x for x in evidence["pods"]["gpu-slice-a"]["logs"].splitlines() if x != extra]
+    evidence["pods"]["gpu-slice-a"]["logs"] = "\n".join(forged if x == child else x for x in log) + "\n"
+    failed(expect, evidence, "memory-enforced", f"the {expect.extra_mib} MiB extra was refused", "not shown to be the"
+           " quota's")  # fmt: skip
+
+
+def test_a_sweep_cut_short_fails_memory_enforced() -> None:
+    expect, evidence = load("cluster")
+    edit_probe(evidence, "gpu-slice-a", lambda r: r["phases"].update(sweep=r["phases"]["sweep"][:2]))
+    failed(expect, evidence, "memory-enforced", "the sweep tried 2, 3 GiB, the plan 2, 3, 3.8, 4, 4.5, 6")
+
+
+def test_a_sweep_step_contradicting_the_largest_allocation_fails_memory_enforced() -> None:
+    """3 GiB refused while a single 3482 MiB allocation fitted the same room."""
+    expect, evidence = load("cluster")
+    edit_probe(evidence, "gpu-slice-a",
+               lambda r: r["phases"]["sweep"][1].update(ok=False, error="CUDA_ERROR_OUT_OF_MEMORY"))  # fmt: skip
+    failed(expect, evidence, "memory-enforced", "the sweep's 3 GiB was refused within the largest single allocation"
+           " (3482 MiB)")  # fmt: skip
+
+
+def test_a_run_in_a_namespace_other_than_the_plans_is_refused() -> None:
+    """Pod object and probe agree with each other on another namespace: another run's Pods, not this plan's."""
+    from tests.helpers.tied import tied
+
+    expect, evidence = tied("cluster")
+    for pod in expect.pods:
+        evidence["pods"][pod]["namespace"] = "someone-else"
+        for probe in ("memory", "compute"):
+            edit_probe(evidence, pod, lambda r: r["pod"].update(namespace="someone-else"), probe)
+    failed(expect, evidence, "memory-enforced", "namespace 'someone-else', the plan runs the proof in")
