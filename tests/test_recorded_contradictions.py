@@ -182,3 +182,17 @@ def test_a_run_in_a_namespace_other_than_the_plans_is_refused() -> None:
         for probe in ("memory", "compute"):
             edit_probe(evidence, pod, lambda r: r["pod"].update(namespace="someone-else"), probe)
     failed(expect, evidence, "memory-enforced", "namespace 'someone-else', the plan runs the proof in")
+
+
+def test_a_crashed_verifiers_long_error_survives_the_termination_messages_cuts() -> None:
+    """A recorded verdict with a long error beside it (as a crash reports one): every observation is cut to fit 4096
+    bytes, the error with them, never dropped."""
+    import hashlib
+
+    verdict = json.loads((ROOT / "docs/host-proof/h200/cluster-bare/verdict.json").read_text())
+    error = "Traceback: " + "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(150))
+    text = message.encode({**verdict, "passed": False, "error": error})
+    assert len(text.encode()) <= message.LIMIT_BYTES
+    decoded = message.decode(text)
+    assert "everything but each check's result and each finding's id" in decoded["cut"][-1]
+    assert decoded["error"].startswith("Traceback: 5feceb66") and len(decoded["error"]) == message.BARE_ERROR_CHARS

@@ -133,6 +133,10 @@ def encode(result: Mapping[str, Any], limit: int = LIMIT_BYTES) -> str:
     return _bare(verdict, cut, digest(result), limit)
 
 
+BARE_ERROR_CHARS = 600
+"""How much of the verifier's error the barest message keeps, from its start."""
+
+
 def _bare(verdict: Mapping[str, Any], cut: list[str], named: str, limit: int) -> str:
     """`passed`, every check's result, and as many findings (pod, id, bypassed) as fit; the rest counted."""
     findings = [{k: f.get(k) for k in ("pod", "id", "bypassed")} for f in verdict["findings"]]
@@ -145,6 +149,8 @@ def _bare(verdict: Mapping[str, Any], cut: list[str], named: str, limit: int) ->
             "findings": findings[:shown],
             **({"findingsNotShown": left, "findingsTotal": len(findings)} if left else {}),
             **({"gpuAudit": {"counts": verdict["gpuAudit"].get("counts")}} if verdict.get("gpuAudit") else {}),
+            # A crashed verifier's error is why nothing else was observed: cut, never dropped.
+            **({"error": _cut_text(verdict["error"], BARE_ERROR_CHARS)} if verdict.get("error") else {}),
             "cut": [*cut, "everything but each check's result and each finding's id"
                     + (f"; {left} of {len(findings)} findings not shown" if left else "")],
             "wholeVerdict": WHOLE_VERDICT,
