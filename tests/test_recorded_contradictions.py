@@ -196,3 +196,17 @@ def test_a_crashed_verifiers_long_error_survives_the_termination_messages_cuts()
     decoded = message.decode(text)
     assert "everything but each check's result and each finding's id" in decoded["cut"][-1]
     assert decoded["error"].startswith("Traceback: 5feceb66") and len(decoded["error"]) == message.BARE_ERROR_CHARS
+
+
+def test_the_over_commit_pods_pin_is_read_by_overcommit_rejected() -> None:
+    """On a two-card node the over-commit Pod pinned to the other card (or to none) is kept out of that card, not
+    the shared one: its Pending says nothing about the slices (tests/test_two_card_judge.two_cards, a real run)."""
+    from tests.test_two_card_judge import CARD_0, PIN, two_cards
+
+    expect, evidence, card_1 = two_cards()
+    assert check(expect, evidence, "overcommit-rejected")["passed"] is True
+    name = str(expect.overcommit_pod)
+    evidence["pods"][name]["annotations"][PIN] = CARD_0
+    failed(expect, evidence, "overcommit-rejected", f"{name} is pinned by {PIN}={CARD_0}, not to the shared card")
+    del evidence["pods"][name]["annotations"][PIN]
+    failed(expect, evidence, "overcommit-rejected", f"{name} carries no {PIN}")
