@@ -203,7 +203,7 @@ def test_the_over_commit_pods_pin_is_read_by_overcommit_rejected() -> None:
     the shared one: its Pending says nothing about the slices (tests/test_two_card_judge.two_cards, a real run)."""
     from tests.test_two_card_judge import CARD_0, PIN, two_cards
 
-    expect, evidence, card_1 = two_cards()
+    expect, evidence, _ = two_cards()
     assert check(expect, evidence, "overcommit-rejected")["passed"] is True
     name = str(expect.overcommit_pod)
     evidence["pods"][name]["annotations"][PIN] = CARD_0
