@@ -210,3 +210,18 @@ def test_the_over_commit_pods_pin_is_read_by_overcommit_rejected() -> None:
     failed(expect, evidence, "overcommit-rejected", f"{name} is pinned by {PIN}={CARD_0}, not to the shared card")
     del evidence["pods"][name]["annotations"][PIN]
     failed(expect, evidence, "overcommit-rejected", f"{name} carries no {PIN}")
+
+
+def test_a_bandwidth_no_card_can_move_is_refused() -> None:
+    """A's copy loop a thousand times faster throughout, its figures agreeing with each other: 2.5 PB/s."""
+
+    def impossible(results: dict[str, dict[str, Any]]) -> None:
+        step = results[A]["bandwidth"]
+        step["timeline"]["per_s"] = [x * 1000 for x in step["timeline"]["per_s"]]
+        step["gbps"].update({k: step["gbps"][k] * 1000 for k in ("mean", "min", "max")})
+        step["copies"] *= 1000
+
+    expect, evidence = neighbour_steps.run("cluster-hami-core", impossible)
+    (found,) = [f for f in judge.judge(expect, evidence)["findings"] if f["id"] == "bandwidth-neighbour"]
+    assert found["bypassed"] is None and f"not judgeable: {A}.bandwidth." in found["why"], found
+    assert "above" in found["why"] or "more than" in found["why"], found["why"]
