@@ -44,8 +44,9 @@ def _sweep(e: Expectation, name: str, r: Mapping[str, Any], seen: list[str], pro
         sizes = ([s["gib"] for s in sweep], e.sweep_gib)
         tried, planned = (", ".join(f"{float(g):g}" for g in each) for each in sizes)
         problems.append(f"Pod {name}: the sweep tried {tried} GiB, the plan {planned}: cut short or not the plan's")
-    largest = r.get("largest_alloc_mib")
-    for s in sweep if isinstance(largest, int) else ():
+    found = r.get("largest_alloc_mib")
+    largest: int = found if isinstance(found, int) else 0
+    for s in sweep if isinstance(found, int) else ():
         mib = float(s["gib"]) * 1024
         if s["ok"] is (mib > largest + SEARCH_STEP_MIB) and (s["ok"] or s.get("error") == OUT_OF_MEMORY):
             what = "succeeded above" if s["ok"] else "was refused within"
