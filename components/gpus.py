@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -17,12 +18,16 @@ class GpuModel:
     """Total memory as nvidia-smi reports it: a T4 is 15360 MiB, not 16 GiB."""
     bundled_with_machine: bool = False
     """True where the GCE machine type carries the GPU itself (G2, G4, A2, A3), so no guest accelerator is set."""
+    context_mib: int | None = None
+    """What one process's CUDA context takes of the card, as HAMi-core charges it to the quota; None where it was never
+    measured (CONTEXT_UNMEASURED_MIB stands in)."""
 
 
 GPU_MODELS: dict[str, GpuModel] = {
     m.accelerator: m
     for m in (
-        GpuModel("nvidia-tesla-t4", "NVIDIA-Tesla-T4", 15360),
+        # The T4's context: the seed's OOM line 4401922048 B asks 4 GiB + 102 MiB (tests/facts/oom_lines.json).
+        GpuModel("nvidia-tesla-t4", "NVIDIA-Tesla-T4", 15360, context_mib=102),
         GpuModel("nvidia-l4", "NVIDIA-L4", 23034, bundled_with_machine=True),
         GpuModel("nvidia-rtx-a6000", "NVIDIA-RTX-A6000", 49140),
         GpuModel("nvidia-tesla-a100", "NVIDIA-A100-SXM4-40GB", 40960, bundled_with_machine=True),
@@ -32,9 +37,30 @@ GPU_MODELS: dict[str, GpuModel] = {
             "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
             97887,
             bundled_with_machine=True,
+            context_mib=437,  # measured in the k3s lab (components/incluster/checks/rule.py)
         ),
+        # The H200's figures: docs/host-proof/h200/card.csv; its context charged 518 MiB (docs/host-proof.md).
+        GpuModel("nvidia-h200-141gb", "NVIDIA-H200", 143771, bundled_with_machine=True, context_mib=518),
     )
 }
+CONTEXT_UNMEASURED_MIB = 518
+"""A card whose context was never measured is sized with the largest context measured (the H200's)."""
+
+
+def context_mib(accelerator: str) -> int:
+    """One process's CUDA context on the card, in MiB: the table's figure, else the largest measured."""
+    model = GPU_MODELS.get(accelerator)
+    return model.context_mib if model is not None and model.context_mib is not None else CONTEXT_UNMEASURED_MIB
+
+
+def _model_words(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower().replace("nvidia", ""))
+
+
+def model_of(smi_name: str) -> GpuModel | None:
+    """The table's model for a name nvidia-smi prints (`Tesla T4`, `NVIDIA H200`), else None."""
+    words = _model_words(smi_name)
+    return next((m for m in GPU_MODELS.values() if _model_words(m.product) == words), None)
 
 
 def gpu_memory_mib(accelerator: str, override: int | None = None) -> int:

@@ -59,12 +59,15 @@ SWEEP_GIB = (2, 3, 3.8, 4.0, 4.5, 6)
 """The proof's usual numbers, sized to a 4000 MiB slice; the defaults below follow the limit where they would not."""
 
 
-def default_hold_gib(limit_mib: int | None) -> float:
-    """3 GiB, or half the limit where 3 GiB would not fit under it (in 1/1024 GiB steps, so whole MiB).
+def default_hold_gib(limit_mib: int | None, context_mib: int = 0) -> float:
+    """3 GiB, or half the room the card's CUDA context leaves under the limit where 3 GiB would not fit beside it
+    (in 1/1024 GiB steps, so whole MiB): HAMi-core charges the context to the quota before the hold.
 
     None: nothing limits memory (time-sharing), so the usual numbers stand.
     """
-    return HOLD_GIB if limit_mib is None or limit_mib > HOLD_GIB * 1024 else (limit_mib // 2) / 1024
+    if limit_mib is None or limit_mib - context_mib > HOLD_GIB * 1024:
+        return HOLD_GIB
+    return (max(limit_mib - context_mib, 2) // 2) / 1024
 
 
 def default_extra_gib(limit_mib: int | None, hold_mib: int) -> float:

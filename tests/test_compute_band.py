@@ -136,6 +136,7 @@ def _alone_at(cores: int, share: float) -> tuple[Any, dict[str, Any]]:
 
     def edit(r: dict[str, Any]) -> None:
         r["env"]["CUDA_DEVICE_SM_LIMIT"] = str(cores)
+        r["limit_percent"] = cores  # the probe names the limit it measured against beside its env
         set_compute_share(r, share)
 
     edit_probe(evidence, a, edit, probe="compute")

@@ -298,3 +298,27 @@ def parse_key(raw: dict[str, Any]) -> str:
     with pytest.raises(ConfigError) as caught:
         parse(raw)
     return caught.value.key
+
+
+# --- the proof's hold beside the planned card's CUDA context --------------------------------------------------
+
+
+def test_a_hold_the_cards_context_leaves_no_room_for_is_refused_naming_the_key() -> None:
+    """3379 MiB is KAI's fraction of a 3333 MiB ask; on an H200 the context takes 518 of it, so 3 GiB cannot fit."""
+    err = refusal("cluster", "gpushare:gpu.type=nvidia-h200-141gb", "gpushare:verify.sliceMiB=3379",
+                  "gpushare:verify.holdGiB=3")  # fmt: skip
+    assert err.key == "gpushare:verify.holdGiB"
+    assert "does not fit each proof Pod's 3379 MiB quota beside the 518 MiB CUDA context" in str(err)
+    assert "set it to at most 2.79" in str(err)
+
+
+def test_the_same_hold_fits_beside_a_t4s_smaller_context() -> None:
+    cfg = parse(stack_raw("cluster", "gpushare:gpu.type=nvidia-tesla-t4", "gpushare:verify.sliceMiB=3379",
+                          "gpushare:verify.holdGiB=3"))  # fmt: skip
+    assert cfg.context_mib == 102 and round(cfg.hold_gib * 1024) == 3072
+
+
+def test_the_default_hold_leaves_the_cards_context_room_under_the_quota() -> None:
+    cfg = parse(stack_raw("cluster", "gpushare:gpu.type=nvidia-h200-141gb", "gpushare:verify.sliceMiB=3379"))
+    hold = round(cfg.hold_gib * 1024)
+    assert hold + cfg.context_mib <= cfg.quota_mib and hold + round(cfg.extra_gib * 1024) > cfg.quota_mib

@@ -25,7 +25,8 @@ def fault_check(expect: Any, evidence: dict[str, Any]) -> dict[str, Any]:
 
 def neighbour_shifted(seconds: float) -> Any:
     def edit(results: dict[str, dict[str, Any]]) -> None:
-        results[NEIGHBOUR]["fault"] = shifted(results[NEIGHBOUR]["fault"], seconds)
+        # The whole Pod's run, so that its own steps stay in order (one clock in a Pod).
+        results[NEIGHBOUR] = shifted(results[NEIGHBOUR], seconds)
 
     return edit
 
@@ -132,7 +133,10 @@ def test_a_pod_without_its_fault_step_fails_fault_isolation_with_why() -> None:
 
 
 def test_a_fault_step_that_ends_after_the_pods_next_step_began_is_not_judgeable() -> None:
-    found = fault_check(*run("cluster-hami-core", neighbour_shifted(8)))
+    def late(results: dict[str, dict[str, Any]]) -> None:  # its fault step alone, 8 s later
+        results[NEIGHBOUR]["fault"] = shifted(results[NEIGHBOUR]["fault"], 8)
+
+    found = fault_check(*run("cluster-hami-core", late))
     assert found["passed"] is False and found["observed"].startswith("not judgeable: gpushare-proof-a.fault.")
     assert "before its fault step ended" in found["observed"]
 

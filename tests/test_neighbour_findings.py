@@ -42,7 +42,8 @@ def test_a_bandwidth_figure_that_contradicts_its_own_timeline_is_not_judgeable_a
 
 def test_a_hog_that_copied_outside_the_neighbours_timeline_shows_no_drop() -> None:
     def late(results: dict[str, dict[str, Any]]) -> None:
-        results[DISTURBER]["bandwidth"] = shifted(results[DISTURBER]["bandwidth"], 3.0)  # copies after A's timeline
+        for probe in ("bandwidth", "compute", "memory"):  # copies after A's timeline, its own next steps after that
+            results[DISTURBER][probe] = shifted(results[DISTURBER][probe], 3.0)
 
     (found,) = findings(*run("cluster-hami-core", late), "bandwidth-neighbour")
     assert found["bypassed"] is None and "no drop is shown" in found["why"]

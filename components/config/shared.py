@@ -25,7 +25,7 @@ from components.contracts.settings import (
     key,
 )
 from components.gpu.settings import ChartSourceConfig, HamiConfig
-from components.gpus import GPU_MODELS, gpu_memory_mib
+from components.gpus import GPU_MODELS, context_mib, gpu_memory_mib
 from components.images import (
     DOCKER_HUB,
     Mirrors,
@@ -117,6 +117,11 @@ class Stack(Settings):
         return gpu_memory_mib(self.gpu.type, self.gpu.memory_mib)
 
     @property
+    def context_mib(self) -> int:
+        """What one proof process's CUDA context takes of its quota on the planned card (the GPU table)."""
+        return context_mib(self.gpu.type)
+
+    @property
     def slice_mib(self) -> int:
         return self.verify.slice_mib or default_slice_mib(self.card_mib)
 
@@ -137,7 +142,9 @@ class Stack(Settings):
     @property
     def hold_gib(self) -> float:
         """What each proof Pod holds: as set, else 3 GiB, or half the limit where that is less."""
-        return self.verify.hold_gib if self.verify.hold_gib is not None else default_hold_gib(self.limit_mib)
+        if self.verify.hold_gib is not None:
+            return self.verify.hold_gib
+        return default_hold_gib(self.limit_mib, self.context_mib)
 
     @property
     def extra_gib(self) -> float:
@@ -272,11 +279,13 @@ def check_proof_numbers(cfg: Stack) -> None:
         return  # GKE's own sharing: checked in gke.check_gke_native; with the proof off no numbers are used
     quota = cfg.quota_mib
     hold, extra = round(cfg.hold_gib * 1024), round(cfg.extra_gib * 1024)
-    if hold > quota:
+    room = quota - cfg.context_mib  # HAMi-core charges the context to the quota before the hold
+    if hold > room:
         raise ConfigError(
             key("verify", "holdGiB"),
-            f"{cfg.hold_gib:g} GiB ({hold} MiB) is more than each proof Pod's quota ({quota} MiB), so "
-            f"the hold itself would be refused; set it to at most {_at_most(quota)} or leave it unset",
+            f"{cfg.hold_gib:g} GiB ({hold} MiB) does not fit each proof Pod's {quota} MiB quota beside the "
+            f"{cfg.context_mib} MiB CUDA context of a {cfg.gpu_type} card, so the hold itself would be refused; "
+            f"set it to at most {_at_most(max(room, 0))} or leave it unset",
         )
     if not any(size * 1024 > quota for size in cfg.sweep_gib):
         raise ConfigError(

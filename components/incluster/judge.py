@@ -18,6 +18,8 @@ from .checks.registry import REGISTRY
 from .checks.rule import library_mapped, preloaded, probe_error
 from .evidence.record import Record
 from .expectation import Expectation, PodTry
+from .probes.memory_findings import library_loaded
+from .probes.memory_findings import uncharged as uncharged_finding
 
 FINDING_KEYS = ("id", "tried", "observed", "bypassed", "why")
 """Every finding carries these (`why` only when `bypassed` is null); `pod` and `probe` say where it came from."""
@@ -107,7 +109,9 @@ def _findings(rec: Record) -> list[dict[str, Any]]:
             result = (rec.results.get(name) or {}).get(probe)
             if result is not None:
                 for raw in result["findings"]:
-                    add(raw, name, probe)
+                    # With no library mapped nothing charges a quota: a neighbour's memory is no context charge.
+                    uncharged = raw["id"] == "context-charge" and probe == "memory" and not library_loaded(result)
+                    add(uncharged_finding() if uncharged else raw, name, probe)
             elif f"{probe}:{name}" in rec.problems:
                 for raw in _unjudged_findings(rec, name, probe, rec.problems[f"{probe}:{name}"]):
                     add(raw, name, probe)

@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from .evidence.strict import loads
 from .expectation import Expectation
 from .judge import planned_checks
 
@@ -132,6 +133,10 @@ def encode(result: Mapping[str, Any], limit: int = LIMIT_BYTES) -> str:
     return _bare(verdict, cut, digest(result), limit)
 
 
+BARE_ERROR_CHARS = 600
+"""How much of the verifier's error the barest message keeps, from its start."""
+
+
 def _bare(verdict: Mapping[str, Any], cut: list[str], named: str, limit: int) -> str:
     """`passed`, every check's result, and as many findings (pod, id, bypassed) as fit; the rest counted."""
     findings = [{k: f.get(k) for k in ("pod", "id", "bypassed")} for f in verdict["findings"]]
@@ -144,6 +149,8 @@ def _bare(verdict: Mapping[str, Any], cut: list[str], named: str, limit: int) ->
             "findings": findings[:shown],
             **({"findingsNotShown": left, "findingsTotal": len(findings)} if left else {}),
             **({"gpuAudit": {"counts": verdict["gpuAudit"].get("counts")}} if verdict.get("gpuAudit") else {}),
+            # A crashed verifier's error is why nothing else was observed: cut, never dropped.
+            **({"error": _cut_text(verdict["error"], BARE_ERROR_CHARS)} if verdict.get("error") else {}),
             "cut": [*cut, "everything but each check's result and each finding's id"
                     + (f"; {left} of {len(findings)} findings not shown" if left else "")],
             "wholeVerdict": WHOLE_VERDICT,
@@ -167,7 +174,7 @@ def decode(message: str) -> dict[str, Any]:
             text = zlib.decompress(base64.b64decode(text[len(COMPRESSED) :])).decode()
         except (ValueError, zlib.error) as exc:
             raise ValueError(f"the compressed verdict does not decode: {exc}") from exc
-    value = json.loads(text)
+    value = loads(text, "the termination message")  # a key given twice (json.loads keeps the last) is refused
     if not isinstance(value, dict):
         raise ValueError("the verdict is not a JSON object")
     return value

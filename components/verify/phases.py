@@ -17,7 +17,8 @@ INIT_S = 2.5
 an MPS server's first client), the PTX JIT, on a node that may be slower than the H200's host."""
 HOST_INIT_S = 1.5
 """The same on the GPU host the host proof runs on: from the fault step's start to the neighbour's first launch,
-0.53 s bare, 0.63 s under HAMi-core, 0.32 s under MPS on the H200 (docs/host-proof/h200/fault)."""
+0.53 s bare, 0.63 s under HAMi-core, 0.32 s under MPS on the H200 (docs/host-proof/h200/fault); 0.34 – 1.12 s over
+every recorded run with the steps (final-26, neighbour-steps), so no less will do."""
 BEFORE_S = 1.2
 """After A's first launch, the fault or the hog waits this long: one whole second of A alone."""
 AFTER_S = 2.0

@@ -187,6 +187,14 @@ def _compute_limited(rec: Record) -> Judgement:
             problems.append(f"Pod {name}: the probe judged {r.get('judged_shape')}; this check judges {JUDGED_SHAPE}")
         if str(limit) != str(e.cores_percent):
             problems.append(f"Pod {name}: measured under {key}={limit}, expected {e.cores_percent}")
+        if r.get("limit_percent") is not None and r["limit_percent"] != e.cores_percent:
+            problems.append(f"Pod {name}: the probe measured against limit_percent {r['limit_percent']}, the plan"
+                            f" asks {e.cores_percent}")  # fmt: skip
+        indexed = env.get(f"{COMPUTE_LIMIT_ENV['hami-core']}_0")
+        if e.mechanism == "hami-core" and indexed not in (None, "") and str(indexed) != str(limit):
+            # HAMi-core takes CUDA_DEVICE_SM_LIMIT_<i> over the plain one (multiprocess_memory_limit.c:195-210).
+            problems.append(f"Pod {name}: CUDA_DEVICE_SM_LIMIT_0={indexed} beside {key}={limit}: HAMi-core applies the"
+                            " indexed one to device 0")  # fmt: skip
         lift_key, lift_value = NO_LIMIT[e.mechanism]
         if e.mechanism == "hami-core" and str(env.get(lift_key) or "").lower() == lift_value:
             problems.append(f"Pod {name}: its own process ran with {lift_key}={env.get(lift_key)}, which lifts the"

@@ -10,7 +10,7 @@ from typing import Any
 from ..evidence.record import Record
 from ..evidence.strict import instant
 from ..expectation import Expectation
-from .refusal import OUT_OF_MEMORY, chunk_problems, library_lines, refusal_problems
+from .refusal import OUT_OF_MEMORY, chunk_problems, library_lines, own_lines, refusal_problems
 from .rule import (
     MAX_CONTEXT_OVERHEAD_MIB,
     SEARCH_STEP_MIB,
@@ -40,6 +40,18 @@ def _sweep(e: Expectation, name: str, r: Mapping[str, Any], seen: list[str], pro
         )
     if e.sweep_gib and not sweep:
         problems.append(f"Pod {name}: the sweep did not run")
+    elif e.sweep_gib and [float(s["gib"]) for s in sweep] != [float(g) for g in e.sweep_gib]:
+        sizes = ([s["gib"] for s in sweep], e.sweep_gib)
+        tried, planned = (", ".join(f"{float(g):g}" for g in each) for each in sizes)
+        problems.append(f"Pod {name}: the sweep tried {tried} GiB, the plan {planned}: cut short or not the plan's")
+    found = r.get("largest_alloc_mib")
+    largest: int = found if isinstance(found, int) else 0
+    for s in sweep if isinstance(found, int) else ():
+        mib = float(s["gib"]) * 1024
+        if s["ok"] is (mib > largest + SEARCH_STEP_MIB) and (s["ok"] or s.get("error") == OUT_OF_MEMORY):
+            what = "succeeded above" if s["ok"] else "was refused within"
+            problems.append(f"Pod {name}: the sweep's {s['gib']:g} GiB {what} the largest single allocation"
+                            f" ({largest} MiB): the two measure one room and disagree")  # fmt: skip
 
 
 def _hold_and_extra(e: Expectation, name: str, r: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
@@ -51,6 +63,8 @@ def _hold_and_extra(e: Expectation, name: str, r: Mapping[str, Any], problems: l
         )
     elif hold.get("hold_mib") != e.hold_mib:
         problems.append(f"Pod {name} held {hold.get('hold_mib')} MiB, the plan asked for {e.hold_mib}")
+    if hold.get("ok") is True and hold.get("extra_mib") != e.extra_mib:
+        problems.append(f"Pod {name} asked {hold.get('extra_mib')} MiB beyond the hold, the plan asked {e.extra_mib}")
     if e.extra_mib and hold.get("extra_ok") is not False:
         problems.append(
             f"Pod {name}: {e.extra_mib} MiB beyond the hold was not refused (extra_ok={hold.get('extra_ok')})"
@@ -94,7 +108,7 @@ def _memory_hami_core(rec: Record) -> Judgement:
                 f"Pod {name}: the probe did not find the limit enforced (limit_enforced={r.get('limit_enforced')})"
             )
         # The library speaks at the boundary: a refusal without its OOM line is the card or the driver, not the quota.
-        problems += refusal_problems(e, name, r, ooms, context) + chunk_problems(e, name, r)
+        problems += refusal_problems(e, name, r, ooms, context, own_lines(rec, name)) + chunk_problems(e, name, r)
         # Judged on what the allocator refused: whatever the context was charged (0, part, all), nothing past the
         # quota fits and the refusal comes where the charge says (the charge itself is the context-charge finding).
         if largest is None or context is None:

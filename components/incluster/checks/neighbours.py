@@ -24,6 +24,9 @@ BANDWIDTH_DROP_TOLERANCE = 0.1
 """A neighbour that lost more than this share of its alone bandwidth beside the hog lost it to the hog: alone, a
 streaming copy's whole seconds lie within 1 % of each other bare and 3 % under MPS on the H200
 (docs/host-proof/h200/bandwidth)."""
+SURVIVED_SHARE = 0.1
+"""A neighbour runs on when each whole second after the fault launches at least this share of its slowest second
+before it: on the H200 a limited loop's whole seconds stayed within a factor 3 of each other (neighbour-steps)."""
 STAMP_S = 0.002
 """Instants are printed to the millisecond."""
 
@@ -106,6 +109,10 @@ def _fault_isolation(rec: Record) -> Judgement:
     if not n["gpu_uuid"] or n["gpu_uuid"] != f["gpu_uuid"]:
         problems.append(f"Pod {a}'s loop ran on {n['gpu_uuid']}, Pod {b}'s fault on {f['gpu_uuid']}: not shown to"
                         " share a card")  # fmt: skip
+    measured = {m.get("gpu_uuid") for x in (a, b) if (m := rec.memory(x)) is not None}
+    if n["gpu_uuid"] and measured and n["gpu_uuid"] not in measured:
+        problems.append(f"the fault steps ran on {n['gpu_uuid']}, a card neither memory probe measured"
+                        f" ({', '.join(sorted(str(u) for u in measured))}): not the proof's shared card")  # fmt: skip
     if not f["faulted"]:
         problems.append(f"not judgeable: Pod {b}'s store to address 0 ended with {f['cuda_error'] or 'no error'},"
                         f" not {EXPECTED_ERROR}: no fault was made, so nothing is shown")  # fmt: skip
@@ -134,6 +141,10 @@ def _fault_isolation(rec: Record) -> Judgement:
                         if e.mechanism == "mps" else f"{died}: the fault reached its neighbour")  # fmt: skip
     elif not sum(landed["after"]) > 0:
         problems.append(f"Pod {a} launched nothing after the fault ({_seconds(landed['after'])}): it stopped")
+    elif min(landed["after"]) < SURVIVED_SHARE * min(landed["before"]):
+        problems.append(f"Pod {a} launched {_seconds(landed['after'])} a second after the fault against"
+                        f" {_seconds(landed['before'])} before: below {SURVIVED_SHARE} of its slowest second before,"
+                        " it did not run on")  # fmt: skip
     before, after = _rate(landed["before"]), _rate(landed["after"])
     return (not problems, "; ".join(problems) or f"Pod {a} ran on beside Pod {b}'s fault: {before} launches a second"
             f" before it, {after} after; {b}'s faulting process ended with {EXPECTED_ERROR} and a fresh process then"

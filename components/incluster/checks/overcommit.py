@@ -231,6 +231,13 @@ def _overcommit_rejected(rec: Record) -> Judgement:
         problems.append(f"{name} asks {cards} whole cards of a node with {per_node}: the count keeps it out, not"
                         " the memory")  # fmt: skip
     card = next((r.get("gpu_uuid") for r in rec.memories().values() if r.get("gpu_uuid")), None)
+    if e.pin_annotation and name in e.pinned_pods:  # kept out of the shared card only if it asked for that card
+        pinned, wanted = rec.pin(name), e.shared_card_uuid or card
+        if pinned is None:
+            problems.append(f"{name} carries no {e.pin_annotation}: Pending says nothing about the shared card")
+        elif wanted and pinned != [wanted]:
+            problems.append(f"{name} is pinned by {e.pin_annotation}={','.join(pinned)}, not to the shared card"
+                            f" {wanted} alone: Pending says nothing about that card's slices")  # fmt: skip
     others, tenants = _other_tenants(rec, card)
     seen.append(f"on {card}: other Pods hold {others} MiB ({', '.join(tenants) or 'none'})")
     if others and asked is not None and asked > e.card_mib - others:

@@ -22,6 +22,11 @@ LINE_SLACK_MIB = 2
 """How far an OOM line's request may sit from usage + ask as the probe measured them (the view is read in MiB)."""
 
 
+def own_lines(rec: Record, name: str) -> list[dict[str, int]]:
+    """The OOM lines of the probe's own process: a child's line never shows the probe's own refusal."""
+    return rec.oom_lines(name).own
+
+
 def library_lines(rec: Record, name: str, r: Mapping[str, Any]) -> tuple[list[dict[str, int]], list[str]]:
     """The Pod's OOM lines, once the probe's JSON and the library's lines in the log agree; else the disagreement.
 
@@ -29,7 +34,7 @@ def library_lines(rec: Record, name: str, r: Mapping[str, Any]) -> tuple[list[di
     JSON line of the probe's own process is in the log (its children's lines reach only the JSON). The own process
     is the pid the probe reports for itself (provenance); before provenance, the first JSON line's. A line of a
     process that is neither the probe nor its child is not the Pod's refusal: it is not counted."""
-    in_json, in_log, own_pid, foreign, lines = rec.oom_lines(name)
+    in_json, in_log, own_pid, foreign, lines, _ = rec.oom_lines(name)
     problems = []
     unknown = [x for x in in_log if x not in in_json]
     if unknown:
@@ -53,7 +58,7 @@ def library_lines(rec: Record, name: str, r: Mapping[str, Any]) -> tuple[list[di
 
 
 def refusal_problems(e: Expectation, name: str, r: Mapping[str, Any], lines: list[dict[str, int]],
-                     context: int | None) -> list[str]:  # fmt: skip
+                     context: int | None, own: list[dict[str, int]] | None = None) -> list[str]:  # fmt: skip
     """Each line is one HAMi-core prints, names the quota, and the extra the probe says was refused has its line."""
     problems = []
     if not lines:
@@ -69,8 +74,12 @@ def refusal_problems(e: Expectation, name: str, r: Mapping[str, Any], lines: lis
     hold = (r.get("phases") or {}).get("hold") or {}
     if hold.get("ok") is True and hold.get("extra_ok") is False:
         ask = (e.hold_mib + e.extra_mib) * MIB
-        charged = range(ask, ask + (MAX_CONTEXT_OVERHEAD_MIB + LINE_SLACK_MIB) * MIB + 1)
-        if hold.get("extra_error") != OUT_OF_MEMORY or not any(o["requested"] in charged for o in lines):
+        # With the context measured the line asks exactly context + hold + extra (a sweep's line is no stand-in).
+        low, high = (ask, ask + (MAX_CONTEXT_OVERHEAD_MIB + LINE_SLACK_MIB) * MIB) if context is None else (
+            ask + (context - LINE_SLACK_MIB) * MIB, ask + (context + LINE_SLACK_MIB) * MIB)  # fmt: skip
+        charged = range(low, high + 1)
+        mine = lines if own is None else own  # the probe's own process asked the extra, never its children
+        if hold.get("extra_error") != OUT_OF_MEMORY or not any(o["requested"] in charged for o in mine):
             problems.append(
                 f"Pod {name}: the {e.extra_mib} MiB extra was refused with {hold.get('extra_error')} and no HAMi-core"
                 f" line asks its {e.hold_mib} + {e.extra_mib} MiB: the refusal is not shown to be the quota's"

@@ -9,11 +9,10 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 from ..probes.process import OOM_LINE
-from .strict import NotJudgeable
+from .strict import NotJudgeable, instant
 
 _OOM_PROCESS_RE = re.compile(r"\(pid:(\d+)\s+thread=(\d+)")
 _SMI_MEM_RE = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
@@ -146,7 +145,7 @@ def timestamp(value: Any) -> float | None:
     if not value:
         return None
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+        return instant(value, "timestamp")
     except ValueError:
         return None
 

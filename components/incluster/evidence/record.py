@@ -42,6 +42,8 @@ class OomLines(NamedTuple):
     """How many lines named a process that is neither the probe nor its child (not counted)."""
     parsed: list[dict[str, int]]
     """`in_json` parsed: each line's device, usage + request and limit, in bytes."""
+    own: list[dict[str, int]]
+    """The lines of the probe's own process parsed (its pid; before provenance, the first line's pid and thread)."""
 
 
 class Record:
@@ -209,6 +211,11 @@ class Record:
                     found = ties.audit_problem(name, e.namespace, self.audit, mapped)
                 if found:
                     self._refuse(f"{probe}:{name}", NotJudgeable(f"{name}.{probe}.{found[0]}", found[1]))
+        for name in self.names:
+            for other in (o for o in self.names if o != name):
+                found = ties.beside_compute(name, other, self.results.get(name) or {}, self.results.get(other) or {})
+                if found:
+                    self._refuse(f"compute:{name}", NotJudgeable(f"{name}.compute.{found[0]}", found[1]))
         names = self.probed()
         for probe in PROBES:
             for i, a in enumerate(names):
@@ -356,12 +363,15 @@ class Record:
         in_log = list(self.log_lines.get(name) or [])
         pids = ties.own_pids(results.values()) if self.expect.provenance else None
         if pids is None:
-            return OomLines(in_json, in_log, None, 0, parse_oom_lines(in_json))
+            first = in_json[0].split(")]:")[0] if in_json else ""
+            own_lines = parse_oom_lines(x for x in in_json if first and x.startswith(first))
+            return OomLines(in_json, in_log, None, 0, parse_oom_lines(in_json), own_lines)
         own = [x for x in in_json if ties.line_pid(x) in pids]
         logged = [x for x in in_log if ties.line_pid(x) in pids]
         pid = ((self.memory(name) or {}).get("pod") or {}).get("pid")
         foreign = len(in_json) - len(own) + len(in_log) - len(logged)
-        return OomLines(own, logged, pid, foreign, parse_oom_lines(own))
+        mine = parse_oom_lines(x for x in own if pid is not None and ties.line_pid(x) == pid)
+        return OomLines(own, logged, pid, foreign, parse_oom_lines(own), mine)
 
     def allocated(self, name: str) -> list[dict[str, Any]]:
         """The devices the scheduler's allocation annotation gives Pod `name` (parsed once, in _parse_derived)."""

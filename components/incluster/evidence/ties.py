@@ -23,6 +23,8 @@ verifier's (when it read the Pod)."""
 CACHE_ENV = "CUDA_DEVICE_MEMORY_SHARED_CACHE"
 """HAMi gives each container its own file (`<hook path>/vgpu/<uuid>.cache`: HAMi v2.9.0
 pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go:655, v2.10.0 :838); KAI sets none."""
+STAMP_SECONDS = 0.002
+"""One Pod's probes print one clock's instants to the millisecond: no skew lies between its own steps."""
 PROBE_TIMES = ("started_at", "ended_at", "phases.hold.started_at", "phases.hold.ended_at")
 _LINE_PID = re.compile(r"\(pid:(\d+)")
 LIBRARY_ABSENT_REASONS = ("cuda-disable-control", "isolator-inject-false", "isolator-not-injected")
@@ -69,10 +71,34 @@ def same_process(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     # Three or more: two probes that measured nothing (no GPU) may start and end in the same millisecond.
     if len(times) >= 3 and all(instant(x, "a") == instant(y, "b") for x, y in times):
         return "identical timestamps (" + ", ".join(str(x) for x, _ in times) + ")"
+    copied = _same_timeline(a, b)
+    if copied:
+        return copied
     uid_a, uid_b = (a.get("pod") or {}).get("uid"), (b.get("pod") or {}).get("uid")
     if uid_a and uid_a == uid_b:
         return f"the same Pod UID {uid_a}"
     return None
+
+
+TIMELINE_SECONDS = 3
+"""Two processes never measure the same rate, to the tenth, over this many whole seconds running."""
+
+
+def _timelines(r: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """A result's measured per-second series: its judged compute shape's, a step's timeline."""
+    judged = r.get("judged_shape") or "short_many"  # a few-block shape's seconds come in whole launches: they repeat
+    shape = (r.get("shapes") or {}).get(judged)
+    found = {f"shapes.{judged}": shape.get("timeline_per_s") if isinstance(shape, dict) else None}
+    found["timeline"] = (r.get("timeline") or {}).get("per_s") if isinstance(r.get("timeline"), dict) else None
+    return {k: v for k, v in found.items() if isinstance(v, list) and len(v) >= TIMELINE_SECONDS and any(v)}
+
+
+def _same_timeline(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """Two results measuring the very same per-second series: one measurement given twice (two timestamps alone
+    do not tell a compute line copied whole)."""
+    ta, tb = _timelines(a), _timelines(b)
+    same = sorted(k for k in ta if ta[k] == tb.get(k))
+    return f"the same measured seconds in {same[0]} ({', '.join(map(str, ta[same[0]][:3]))}, …)" if same else None
 
 
 def time_problem(name: str, probe: str, result: Mapping[str, Any], pod: Mapping[str, Any]) -> Problem | None:
@@ -123,13 +149,29 @@ def steps_problems(name: str, results: Mapping[str, Mapping[str, Any]]) -> list[
     for (first, a), (second, b) in pairwise(ran):
         if first not in STEP_PROBES:
             continue
-        if instant(b["started_at"], "b") < instant(a["ended_at"], "a") - CLOCK_SKEW_SECONDS:
+        if instant(b["started_at"], "b") < instant(a["ended_at"], "a") - STAMP_SECONDS:
             why = (f"Pod {name}: its {second} probe started at {b['started_at']}, before its {first} step ended"
                    f" ({a['ended_at']}): the Pod runs them one after the other")  # fmt: skip
             found.append((first, "ended_at", why))
-            if second in STEP_PROBES:
-                found.append((second, "started_at", why))
+            found.append((second, "started_at", why))  # what it measured ran beside the step
     return found
+
+
+def beside_compute(name: str, other: str, results: Mapping[str, Mapping[str, Any]],
+                   others: Mapping[str, Mapping[str, Any]]) -> Problem | None:  # fmt: skip
+    """Pod `other`'s fault and bandwidth steps end before Pod `name`'s compute starts: both Pods' steps come first
+    (workloads.container_command), so a copy or a fault inside the compute window is another run's timing."""
+    compute = results.get("compute")
+    if not compute:
+        return None
+    for probe in STEP_PROBES:
+        step = others.get(probe)
+        if step and instant(step["ended_at"], "s") > instant(compute["started_at"], "c") + STAMP_SECONDS:
+            return "started_at", (
+                f"Pod {name}: its compute probe started at {compute['started_at']}, while Pod"
+                f" {other}'s {probe} step ran until {step['ended_at']}: it measured beside it"
+            )
+    return None
 
 
 def provenance_problem(name: str, namespace: str, result: Mapping[str, Any], pod: Mapping[str, Any]) -> Problem | None:
@@ -140,8 +182,10 @@ def provenance_problem(name: str, namespace: str, result: Mapping[str, Any], pod
         return "pod", f"Pod {name}: the probe reports no Pod of its own (name, UID, node, pid): not tied to a Pod"
     if not pod.get("uid") or not pod.get("creationTimestamp"):
         return "pod.uid", f"Pod {name}: the API server's Pod object carries no UID or creation time to tie it to"
-    wanted = {"name": name, "uid": pod["uid"], "namespace": pod.get("namespace") or namespace,
-              "node": pod.get("nodeName")}  # fmt: skip
+    if pod.get("namespace") not in (None, namespace):
+        return "pod.namespace", (f"Pod {name}: the API server names it in namespace {pod['namespace']!r}, the plan"
+                                 f" runs the proof in {namespace!r}: another run's Pod")  # fmt: skip
+    wanted = {"name": name, "uid": pod["uid"], "namespace": namespace, "node": pod.get("nodeName")}
     for key, value in wanted.items():
         if block.get(key) != value:
             return f"pod.{key}", (f"Pod {name}: the probe ran in {key} {block.get(key)!r}, the API server names"

@@ -178,6 +178,27 @@ def charge_finding(charged_mib: int | None, quota_mib: int, references: Mapping[
     return {**finding("context-charge", tried, observed, over > CHARGE_TOLERANCE_MIB), **fields}
 
 
+NO_LIBRARY = "no HAMi-core library is mapped into this process, so nothing enforces a quota and nothing is charged"
+
+
+def library_loaded(result: Mapping[str, Any]) -> bool:
+    """Whether HAMi-core is mapped into the probe's process (process.preloaded's `mapped`)."""
+    mapped = (result.get("preload") or {}).get("mapped") or []
+    return any(os.path.basename(str(x)).startswith("libvgpu") for x in mapped)
+
+
+def quota_in_view(result: Mapping[str, Any], quota_mib: int) -> bool:
+    """Whether something rewrote this process's view to its quota (HAMi-core does): on a bare card the view is the
+    whole card, and a refusal below the quota is the neighbours' memory, never a charge."""
+    total = result.get("visible_total_mib")
+    return total is not None and total <= quota_mib
+
+
+def uncharged() -> dict[str, Any]:
+    """The context-charge finding of a process no library limits: whatever the card refused, no quota charged it."""
+    return finding("context-charge", "nothing: no quota is charged here", NO_LIBRARY, None, NO_LIBRARY)
+
+
 def with_neighbours(findings: list[dict[str, Any]], charges: Mapping[str, int | None]) -> list[dict[str, Any]]:
     """Each Pod's context-charge finding judged again with its neighbours' charges (`charges`: Pod → MiB) added to
     its references: where two Pods start at once, one may be charged in full and the other not."""
@@ -304,7 +325,11 @@ def all_findings(alloc: Any, result: dict[str, Any], runner: ChildRunner, log: C
             lambda: fresh_cache_finding(alloc, quota, runner, oom),
             lambda: own_limit_finding(quota, runner, oom),
             lambda: context_finding(result["largest_alloc_mib"], result["context_overhead_mib"], quota, runner, oom),
-            lambda: context_charge_finding(charge, quota, result.get("own_context_mib"), runner),
+            lambda: (
+                context_charge_finding(charge, quota, result.get("own_context_mib"), runner)
+                if quota_in_view(result, quota)
+                else uncharged()
+            ),
             lambda: env_less_findings(quota, runner, oom),
         ]
     for attempt in tries:

@@ -25,7 +25,8 @@ def epoch(value: Any) -> float | None:
     if not value:
         return None
     try:
-        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+        # RFC 3339 allows a lower-case t and z, as the record's own parser (evidence/strict.instant) reads them.
+        return datetime.datetime.fromisoformat(str(value).upper().replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
 

@@ -189,3 +189,38 @@ def host_expect(
     # A check the mechanism does not offer (MPS preloads nothing) is left to the plan's refusal, not run here.
     wire["checks"] = [c for c in wanted if c not in REGISTRY or mechanism in REGISTRY[c].rules]
     return Expectation.parse(wire)
+
+
+def on_card(host: Mapping[str, Any], smi_name: str | None) -> tuple[dict[str, Any], str | None]:
+    """The host plan re-derived for the card it runs on (its name as nvidia-smi prints it): where the planned hold
+    does not fit the quota beside this card's CUDA context (HAMi-core charges it first: a T4's 102 MiB, an H200's
+    518), the hold and the extra are sized again as config sizes them for that card, in the expectation and in every
+    Pod's memory arguments. Returns the plan and what changed (None: nothing did)."""
+    from components.gpus import CONTEXT_UNMEASURED_MIB, model_of
+    from components.sizing import default_extra_gib, default_hold_gib
+
+    expect = dict(host["expect"])
+    model = model_of(smi_name or "")
+    context = model.context_mib if model is not None and model.context_mib is not None else CONTEXT_UNMEASURED_MIB
+    limit = int(expect.get("limitBytes") or 0) >> 20
+    hold = int(expect.get("holdMiB") or 0)
+    if not limit or hold + context <= limit:
+        return dict(host), None
+    hold = round(default_hold_gib(limit, context) * 1024)
+    extra = round(default_extra_gib(limit, hold) * 1024)
+    expect.update(holdMiB=hold, extraMiB=extra)
+    pods = {name: {**argv, "memory": _with_values(argv["memory"], {"--hold-mib": hold, "--extra-mib": extra})}
+            for name, argv in (host.get("pods") or {}).items()}  # fmt: skip
+    why = (
+        f"the planned {host['expect'].get('holdMiB')} MiB hold does not fit the {limit} MiB quota beside the"
+        f" {context} MiB context of this {smi_name or 'unknown card'}: held {hold} MiB, asked {extra} MiB more"
+    )
+    return {**host, "expect": expect, "pods": pods}, why
+
+
+def _with_values(argv: Sequence[str], values: Mapping[str, int]) -> list[str]:
+    out = list(argv)
+    for flag, value in values.items():
+        if flag in out:
+            out[out.index(flag) + 1] = str(value)
+    return out
