@@ -18,12 +18,12 @@ PATTERNS = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/nvidia-caps-imex-channel
 """Where a driver stack puts nodes a container may be handed beside its card."""
 CONTROL = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
 """What every CUDA process opens whichever card it has: not beyond its card."""
-CARD = re.compile(r"^/dev/nvidia(\d+)$")
+CARD = re.compile(r"(?:^|/)nvidia(\d+)$")
 
 
 def kind_of(path: str, own_minor: int | None) -> str:
     """`own` (its card), `control`, `card` (another card's), or `other` (caps, InfiniBand, DRM)."""
-    if path in CONTROL:
+    if any(path == c or path.endswith("/" + c.rsplit("/", 1)[1]) for c in CONTROL):
         return "control"
     match = CARD.match(path)
     if match:
