@@ -25,7 +25,7 @@ def kind_of(path: str, own_minor: int | None) -> str:
     """`own` (its card), `control`, `card` (another card's), or `other` (caps, InfiniBand, DRM)."""
     if any(path == c or path.endswith("/" + c.rsplit("/", 1)[1]) for c in CONTROL):
         return "control"
-    match = CARD.match(path)
+    match = CARD.search(path)
     if match:
         return "own" if own_minor is not None and int(match[1]) == own_minor else "card"
     return "other"
