@@ -193,7 +193,8 @@ def render(verification: Mapping[str, Any], expect: Expectation) -> str:
         failed = [c.get("id") for c in checks if not c.get("passed")]
         lines.append(
             f"**Result: {'PASSED' if passed else 'FAILED'}** — {len(checks) - len(failed)} of {len(checks)}"
-            " checks passed" + (f"; failing: {', '.join(f'`{f}`' for f in failed)}." if failed else ".")
+            " checks passed"
+            + (f"; failing: {', '.join(f'`{f}`' for f in failed)}." if failed else ".")
             + escaped_line(verification, expect)
         )
         if verification.get("error"):

@@ -26,8 +26,8 @@ PROBES = "probes"
 REQUIRED_FILES = ("__init__.py", "probes/__init__.py", "probes/memory.py", "probes/memory_findings.py",
                   "probes/memory_child.py", "probes/compute.py", "probes/compute_kernel.py", "probes/fault.py",
                   "probes/bandwidth.py", "probes/timeline.py", "probes/allocation_paths.py",
-                  "probes/allocation_child.py", "probes/device_nodes.py", "verifier.py", "judge.py", "checks/registry.py",
-                  "kube.py")  # fmt: skip
+                  "probes/allocation_child.py", "probes/device_nodes.py", "verifier.py", "judge.py",
+                  "checks/registry.py", "kube.py")  # fmt: skip
 """Modules the Pods run or import, by path: without one of them the plan stops before any resource."""
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"

@@ -85,8 +85,10 @@ def second_finding(e: Expectation, name: str, second: Mapping[str, Any] | None) 
     left = e.limit_mib - second["hold_mib"]
     got = answer["got_mib"]
     fresh = got > left
-    observed = (f"holding {second['hold_mib']} MiB, a later process got {got} MiB more"
-                f" ({'a fresh quota of its own' if fresh else 'within what one quota leaves'}: {left:.0f} MiB left)")
+    observed = (
+        f"holding {second['hold_mib']} MiB, a later process got {got} MiB more"
+        f" ({'a fresh quota of its own' if fresh else 'within what one quota leaves'}: {left:.0f} MiB left)"
+    )
     return {**raw, "observed": observed, "bypassed": fresh, "gotMiB": got, "leftMiB": round(left)}
 
 

@@ -75,9 +75,10 @@ PATH = Obj(
         Invariant("got-within-ask", "got_mib ≤ asked_mib and ≤ steps × step_mib", _got_within_ask),
         Invariant("view-free-within-total", "view_free_mib ≤ view_total_mib", _view_in_total),
         Invariant("stops-at-ask-or-refusal", "short of the ask exactly when a step was refused", _refusal_stops),
-        Invariant("measured-when-ok", "a path that ran read the view and tried the plain allocation",
-                  _measured_when_ok),
-    ),  # fmt: skip
+        Invariant(
+            "measured-when-ok", "a path that ran read the view and tried the plain allocation", _measured_when_ok
+        ),
+    ),
     doc="one allocation path, tried in a fresh process",
 )
 NODE = Obj(
@@ -159,9 +160,8 @@ ALLOCATION = Obj(
         Invariant("paths-once", "each path once; an ok probe tried every path", _paths_once),
         Invariant("asked-alike", "every path asks the probe's asked_mib in its step_mib, past the quota", _asked_alike),
         Invariant("nodes-once", "each device node once", _nodes_once),
-        Invariant("second-asks-when-held", "the later process asks exactly when the half quota was held",
-                  _second_held),
+        Invariant("second-asks-when-held", "the later process asks exactly when the half quota was held", _second_held),
         Invariant("allocation-times-in-order", "started_at ≤ ended_at", in_order(("started_at", "ended_at"))),
-    ),  # fmt: skip
+    ),
     doc="the allocation-paths probe's JSON line (components/incluster/probes/allocation_paths.py)",
 )

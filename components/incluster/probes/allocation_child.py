@@ -77,7 +77,8 @@ class CUDA_ARRAY3D_DESCRIPTOR(ctypes.Structure):  # CUDA_ARRAY3D_DESCRIPTOR_v2_s
 
 class CUDA_MEM_ALLOC_NODE_PARAMS(ctypes.Structure):  # CUDA_MEM_ALLOC_NODE_PARAMS_v1_st
     _fields_ = (("poolProps", CUmemPoolProps), ("accessDescs", ctypes.POINTER(CUmemAccessDesc)),
-                ("accessDescCount", ctypes.c_size_t), ("bytesize", ctypes.c_size_t), ("dptr", ctypes.c_uint64))  # fmt: skip
+                ("accessDescCount", ctypes.c_size_t), ("bytesize", ctypes.c_size_t),
+                ("dptr", ctypes.c_uint64))  # fmt: skip
 
 
 def device_pool_props(device: int) -> CUmemPoolProps:
@@ -174,7 +175,8 @@ class Door:
         step = max(gran.value, 1)
         size = ctypes.c_size_t((nbytes + step - 1) // step * step)
         va, handle = ctypes.c_uint64(), ctypes.c_uint64()
-        call("cuMemAddressReserve", ctypes.byref(va), size, ctypes.c_size_t(0), ctypes.c_uint64(0), ctypes.c_ulonglong(0))
+        zero = ctypes.c_size_t(0)
+        call("cuMemAddressReserve", ctypes.byref(va), size, zero, ctypes.c_uint64(0), ctypes.c_ulonglong(0))
         undo: list[Callable[[], Any]] = [lambda: call("cuMemAddressFree", va, size)]
 
         def release() -> None:

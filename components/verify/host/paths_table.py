@@ -20,7 +20,7 @@ from components.incluster.probes.allocation_child import PATHS
 MECHANISMS = ("hami-core", "mps", "bare")
 HAMI_SOURCE = "../shared/reference/hami-core (8f3a89c6)"
 PREDICTED: dict[str, tuple[str, str]] = {
-    "cuMemAlloc": ("held", "src/cuda/memory.c:119-127 → src/allocator/allocator.c:229, :109-116 oom_check before the driver's call"),
+    "cuMemAlloc": ("held", "src/cuda/memory.c:119-127 → src/allocator/allocator.c:229, :109-116 oom_check first"),
     "cuMemAllocPitch": ("held", "src/cuda/memory.c:158-173 oom_check on the guessed pitch × height"),
     "cuMemCreate": ("held", "src/cuda/memory.c:585-601 oom_check where prop->location.type is a device"),
     "cuMemAllocManaged": ("held", "src/cuda/memory.c:143-156 oom_check before the driver's call"),
