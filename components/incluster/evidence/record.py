@@ -26,7 +26,7 @@ from .schema import validate
 from .strict import NotJudgeable, duplicates, instant, shown
 
 READS = ("pods", "memory", "compute", "nodes", "metrics", "overcommit", "whole-gpu", "quota-pods", "fault", "bandwidth",
-         "allocation")
+         "allocation")  # fmt: skip
 """What a check may declare it reads (checks/registry.py); `parts` names the evidence each one covers."""
 
 
