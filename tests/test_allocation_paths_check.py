@@ -140,6 +140,17 @@ def test_a_line_no_probe_prints_is_refused_and_fails_the_check(change: Any, why:
     assert why in check(verdict)["observed"]
 
 
+def test_a_path_whose_first_step_failed_for_another_reason_than_memory_shows_nothing() -> None:
+    expect, evidence = with_allocation(EVERY_DOOR)
+
+    def unsupported(r: dict[str, Any]) -> None:
+        r["paths"][2].update(got_mib=0, steps=1, refused_with="CUDA_ERROR_NOT_SUPPORTED")
+
+    edit_probe(evidence, expect.pods[0], unsupported, probe="allocation")
+    observed = check(judge(expect, evidence))["observed"]
+    assert "cuMemCreate failed at its first step with CUDA_ERROR_NOT_SUPPORTED" in observed
+
+
 def test_a_pod_without_the_step_s_line_fails_the_check() -> None:
     expect, evidence = tied("cluster")
     expect = replace(expect, checks=(*expect.checks, CHECK_ID), allocation_paths=True)

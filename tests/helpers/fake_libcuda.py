@@ -204,7 +204,7 @@ class FakeLibcuda:
 
     def cuGraphAddMemAllocNode(self, ref: Any, graph: Any, deps: Any, n: Any, params: Any) -> int:
         p = _out(params)
-        if p.poolProps.allocType != 1 or p.accessDescCount != 1 or p.accessDescs[0].flags != 3:
+        if p.poolProps.allocType != 1 or p.poolProps.location.type != 1 or p.accessDescCount != 0:
             return INVALID
         self.seen.setdefault("graph_ask", []).append(p.bytesize)
         self._graph_params = p

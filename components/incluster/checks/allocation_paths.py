@@ -17,6 +17,7 @@ from ..expectation import Expectation
 from .rule import Check, Judgement, Rule, not_ok, verdict
 
 CHECK_ID = "allocation-paths"
+OUT_OF_MEMORY = "CUDA_ERROR_OUT_OF_MEMORY"
 SECOND_ID = "second-process"
 NODES_ID = "device-nodes"
 
@@ -58,6 +59,9 @@ def _judge(rec: Record) -> Judgement:
                 problems.append(f"Pod {name}: {escape_text(e, p)}")
             elif not p["ok"]:
                 problems.append(f"Pod {name}: {p['path']} could not be tried ({p.get('error')})")
+            elif p["got_mib"] == 0 and p.get("refused_with") != OUT_OF_MEMORY:
+                # A first step that failed for another reason than memory shows nothing about the quota.
+                problems.append(f"Pod {name}: {p['path']} failed at its first step with {p.get('refused_with')}")
             seen.append(f"{name} {p['path']}: {p['got_mib']}/{p['asked_mib']} MiB"
                         f" ({p.get('refused_with') or 'not refused'})")  # fmt: skip
     return verdict(problems, f"no path held more than the {e.limit_mib:.0f} MiB quota in any proof Pod", seen)

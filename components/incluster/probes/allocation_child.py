@@ -217,10 +217,8 @@ class Door:
         graph, node, execd = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
         params = CUDA_MEM_ALLOC_NODE_PARAMS()
         params.poolProps = device_pool_props(self.dev)
-        access = CUmemAccessDesc()
-        access.location.type, access.location.id = CU_MEM_LOCATION_TYPE_DEVICE, self.dev
-        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-        params.accessDescs, params.accessDescCount = ctypes.pointer(access), 1
+        # No access descriptors: the allocating device always has read-write access to its graph memory (cuda.h).
+        params.accessDescs, params.accessDescCount = None, 0
         params.bytesize = nbytes
         call("cuGraphCreate", ctypes.byref(graph), ctypes.c_uint(0))
         undo: list[Callable[[], Any]] = [lambda: call("cuGraphDestroy", graph)]
