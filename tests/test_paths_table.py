@@ -31,3 +31,10 @@ def test_a_file_that_is_no_allocation_line_is_not_measured(tmp_path: Path) -> No
     (tmp_path / "mps.json").write_text('{"probe": "memory"}')
     (tmp_path / "bare.json").write_text("")
     assert paths_table.load(tmp_path) == {"hami-core": None, "mps": None, "bare": None}
+
+
+def test_a_probe_that_could_not_start_says_why_in_every_row(tmp_path: Path) -> None:
+    (tmp_path / "bare.json").write_text(json.dumps({"probe": "allocation", "ok": False, "paths": [],
+                                                    "error": "cannot load libcuda.so.1"}))  # fmt: skip
+    bare = [r.split(" | ")[4] for r in paths_table.render(tmp_path).splitlines() if r.startswith("| `")]
+    assert bare == ["probe error: cannot load libcuda.so.1 |"] * len(PATHS)

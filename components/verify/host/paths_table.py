@@ -61,7 +61,7 @@ def cell(result: Mapping[str, Any] | None, path: str) -> str:
     quota = result.get("expected_limit_mib")
     found = next((p for p in result.get("paths") or [] if p.get("path") == path), None)
     if found is None:
-        return "not tried"
+        return f"probe error: {str(result.get('error'))[:60]}" if result.get("error") else "not tried"
     if not found.get("ok"):
         return f"error: {str(found.get('error'))[:60]}"
     got = found["got_mib"]
