@@ -121,7 +121,8 @@ def render(folder: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m components.verify.host.paths_table",
+                                description=(__doc__ or "").splitlines()[0])  # fmt: skip
     p.add_argument("folder", type=Path, help="the folder record-paths.sh wrote")
     args = p.parse_args(argv)
     print(render(args.folder), end="")
