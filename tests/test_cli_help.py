@@ -22,6 +22,7 @@ COMMANDS = [
     "components.verify.host",
     "components.verify.host compare",
     "components.verify.host.record",
+    "components.verify.host.paths_table",
     "components.verify.evidence_schema",
     "components.audit",
     "components.config_doc",

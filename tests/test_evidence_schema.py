@@ -18,6 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from components.incluster import judge
+from components.incluster.evidence.allocation_schema import ALLOCATION
 from components.incluster.evidence.bandwidth_schema import BANDWIDTH
 from components.incluster.evidence.compute_schema import COMPUTE
 from components.incluster.evidence.fault_schema import FAULT
@@ -354,7 +355,7 @@ def test_the_verification_page_names_every_invariant_and_what_each_check_reads()
     from components.incluster.checks.registry import CHECKS
 
     text = (ROOT / "docs" / "verification.md").read_text()
-    names = {i.name for schema in (MEMORY, COMPUTE, FAULT, BANDWIDTH, POD) for i in invariants(schema)}
+    names = {i.name for schema in (MEMORY, COMPUTE, FAULT, BANDWIDTH, ALLOCATION, POD) for i in invariants(schema)}
     assert [n for n in sorted(names) if f"`{n}`" not in text] == []
     table = text[text.index("**Which check reads which part**") :]
     assert [c.id for c in CHECKS if f"`{c.id}`" not in table.split("\n\n")[1]] == []

@@ -45,8 +45,10 @@ def _judged(record: str, stack: dict[str, Any], mechanism: str = "hami-core") ->
 
 
 def before_the_steps(expect: Any) -> Any:
-    """The expectation of a run recorded before the Pods ran the fault and bandwidth steps (no fault-isolation)."""
-    return replace(expect, checks=tuple(c for c in expect.checks if c != "fault-isolation"))
+    """The expectation of a run recorded before the Pods ran the fault, bandwidth and allocation steps (no
+    fault-isolation, no allocation-paths)."""
+    later = ("fault-isolation", "allocation-paths")
+    return replace(expect, checks=tuple(c for c in expect.checks if c not in later), allocation_paths=False)
 
 
 def test_the_plan_gives_each_proof_pods_probe_arguments(cluster: dict[str, Any]) -> None:
@@ -63,13 +65,15 @@ def test_the_host_runs_each_pods_fault_and_bandwidth_steps_first_with_its_own_wi
     cluster: dict[str, Any], tmp_path: Path
 ) -> None:
     pods = cluster["pods"]
-    assert list(pods["gpu-slice-a"]) == ["fault", "bandwidth", "compute", "memory"]  # the Pod's own order
-    assert list(pods["gpu-slice-b"]) == ["fault", "bandwidth", "memory"]
+    assert list(pods["gpu-slice-a"]) == ["fault", "bandwidth", "allocation_paths", "compute", "memory"]  # its order
+    assert list(pods["gpu-slice-b"]) == ["fault", "bandwidth", "allocation_paths", "memory"]
     options = HostOptions(setup="hami-core", workdir=tmp_path, lib="/x/libvgpu.so", stagger_seconds=3.0)
     env = pod_env(cluster["expect"], options, "gpu-slice-b")
     steps = pod_steps(pods["gpu-slice-b"], env, options, ["--baseline", "b.json"])
     modules = [argv[2] for argv, _ in steps]
-    assert modules == [f"components.incluster.probes.{p}" for p in ("fault", "bandwidth", "compute", "memory")]
+    order = ("fault", "bandwidth", "allocation_paths", "compute", "memory")
+    assert modules == [f"components.incluster.probes.{p}" for p in order]
+    assert steps[2][0][-2:] == ["--mechanism", "hami-core"]  # the allocation step told the host's mechanism
     assert all(step_env is env for _, step_env in steps)  # one container: one cache file for every step
     fault_argv, hog_argv = steps[0][0], steps[1][0]
     host = phases.host(3.0)

@@ -162,22 +162,39 @@ def test_pod_a_measures_as_the_neighbour_then_compute_and_pod_b_faults_and_hogs_
     a, b = steps(plans["cluster"], "pod-a"), steps(plans["cluster"], "pod-b")
     assert [s[:3] for s in a] == [["python3", "-m", "incluster.probes.fault"],
                                   ["python3", "-m", "incluster.probes.bandwidth"],
+                                  ["python3", "-m", "incluster.probes.allocation_paths"],
                                   ["python3", "-m", "incluster.probes.compute"],
                                   ["python3", "-m", "incluster.probes.memory"]]  # fmt: skip
-    assert a[2][3:] == ["--json", "--seconds", "20", "--baseline", "child"]
+    assert a[3][3:] == ["--json", "--seconds", "20", "--baseline", "child"]
     assert flag(a[0], "--role") == "neighbour" and flag(a[1], "--role") == "neighbour"
     # Only A measures compute: B would compete for the SMs and spoil both numbers.
     assert probes_run(plans["cluster"], "pod-b") == [
         "incluster.probes.fault",
         "incluster.probes.bandwidth",
+        "incluster.probes.allocation_paths",
         "incluster.probes.memory",
     ]
     assert flag(b[0], "--role") == "faulter" and flag(b[1], "--role") == "hog"
     assert probes_run(plans["k3s"], "pod-a") == [
         "incluster.probes.fault",
         "incluster.probes.bandwidth",
+        "incluster.probes.allocation_paths",
         "incluster.probes.memory",
     ]
+
+
+def test_every_pod_with_a_memory_quota_asks_each_door_past_it_and_time_sharing_runs_no_such_step(
+    plans: dict[str, Plan],
+) -> None:
+    for name, plan in plans.items():
+        for role in ("pod-a", "pod-b"):
+            run = probes_run(plan, role)
+            alloc = [argv for argv in steps(plan, role) if "incluster.probes.allocation_paths" in argv]
+            if name == "gke-time-sharing":
+                assert "incluster.probes.allocation_paths" not in run
+                continue
+            memory = next(argv for argv in steps(plan, role) if "incluster.probes.memory" in argv)
+            assert len(alloc) == 1 and flag(alloc[0], "--expect-limit-mib") == flag(memory, "--expect-limit-mib")
 
 
 def test_both_pods_neighbour_steps_last_as_long_so_what_follows_starts_together(plans: dict[str, Plan]) -> None:
@@ -298,7 +315,8 @@ def test_expectations_follow_the_contract_and_config(tmp_path: Path) -> None:
     assert (expect.visible_mib, expect.slice_mib, expect.card_mib) == (4147, 4096, 15360)
     assert (expect.hold_mib, expect.extra_mib) == (3072, 2048)
     assert expect.monitor is not None and expect.monitor.namespace == "kai-resource-isolator"
-    assert expect.checks == tuple(KAI_GKE.checks)
+    assert expect.checks == (*KAI_GKE.checks, "allocation-paths")  # the step runs where a memory quota is set
+    assert expect.allocation_paths is True and expect.advisory == ()
     assert expect.compute_pods == ()
     hami = expectations(cfg, HAMI_K3S)
     assert hami.overcommit_pod == "gpushare-overcommit" and hami.pending_reason == "CardInsufficientMemory"

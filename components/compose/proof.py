@@ -12,8 +12,9 @@ from components.gpu.gke_cdi import CONTAINER_DRIVER_ENV
 from components.gpu.hami import runtime_class_for
 from components.images import mirrored
 from components.incluster.checks import escape
+from components.incluster.checks.allocation_paths import ALLOCATION_PATHS
 from components.incluster.checks.registry import REGISTRY
-from components.incluster.expectation import Expectation, PodTry
+from components.incluster.expectation import LIMITED, Expectation, PodTry
 from components.verify.proof import NODE_MEMORY_LABEL, Proof, ProofArgs, ProofOutputs, disabled_verification
 from components.verify.workloads import OVERCOMMIT_POD, WHOLE_GPU_POD, ProbeSettings, proof_pod_names, try_pod_name
 
@@ -60,6 +61,12 @@ def pinned_pods(cfg: StackConfig, proof: SharingProof) -> tuple[str, ...]:
     return tuple(name for name, request in named if card.pin_annotation in request.annotations)
 
 
+def allocation_check(cfg: StackConfig, proof: SharingProof) -> tuple[str, ...]:
+    """`allocation-paths` where the step runs: verify.allocationPaths.enabled and a memory quota to pass."""
+    step = cfg.verify.allocation_paths.enabled and bool(proof.limit_env) and proof.mechanism in LIMITED
+    return (ALLOCATION_PATHS.id,) if step else ()
+
+
 def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
     """What every check must observe, from the sharing contract and config: the verifier's GPUSHARE_EXPECT."""
     v = cfg.verify
@@ -74,7 +81,7 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         system=proof.system,
         mechanism=proof.mechanism,
         pods=pods,
-        checks=tuple(proof.checks),
+        checks=(*proof.checks, *allocation_check(cfg, proof)),
         card_mib=cfg.card_mib,
         slice_mib=cfg.slice_mib,
         visible_mib=proof.visible_mib,
@@ -108,6 +115,8 @@ def expectations(cfg: StackConfig, proof: SharingProof) -> Expectation:
         pinned_pods=pinned_pods(cfg, proof),
         device_limit_env=tuple(proof.device_limit_env),
         whole_gpu_card_index=0 if whole else None,
+        allocation_paths=bool(allocation_check(cfg, proof)),
+        advisory=allocation_check(cfg, proof) if not v.allocation_paths.counts else (),
         provenance=True,  # the workloads give each probe its Pod (downward API); the verifier watches the over-commit
     )  # fmt: skip
 
@@ -130,6 +139,7 @@ def proof_args(cfg: StackConfig, cluster: ClusterFacts, sharing: SharingSetup) -
             sweep_gib=expect.sweep_gib,
             cores_percent=expect.cores_percent,
             compute_seconds=v.compute_seconds,
+            allocation_paths=expect.allocation_paths,
         ),
         image=mirrored(v.probe_image, cfg.mirrors),
         # The whole-GPU precondition Pod runs only where nodes carry whole cards beside the slices.

@@ -122,6 +122,10 @@ class Expectation:
     `CUDA_DEVICE_MEMORY_LIMIT_<i>` in a Pod means it was given a second card."""
     whole_gpu_card_index: int | None = None
     """NVML index of the card `whole_gpu_pod` is given (0, beside the shared card), where that Pod runs."""
+    allocation_paths: bool = False
+    """The proof Pods run the allocation-paths step (every CUDA door asked past the quota) before compute."""
+    advisory: tuple[str, ...] = ()
+    """Checks judged and reported that do not count toward `passed` (verify.allocationPaths.counts false)."""
     provenance: bool = False
     """Each proof and try Pod carries its own identity (downward API: name, UID, namespace, node) and its probes
     print it with their pids, and the verifier watched the over-commit Pod at every poll: the judge ties every
@@ -171,6 +175,8 @@ def not_judgeable(e: Expectation) -> str | None:
         return f"expectation.limitEnv is empty: {e.mechanism} reads its limit from the Pod's env"
     if not e.checks or len(set(e.checks)) != len(e.checks):
         return f"expectation.checks is {list(e.checks)}: each check once, at least one"
+    if not set(e.advisory) <= set(e.checks):
+        return f"expectation.advisory {list(e.advisory)} names checks the plan does not run {list(e.checks)}"
     if not set(e.compute_pods) <= set(proof):
         return f"expectation.computePods {list(e.compute_pods)} are not all proof Pods {proof}"
     others = [p for p in (e.overcommit_pod, e.whole_gpu_pod, *(t.pod for t in e.pod_tries)) if p]

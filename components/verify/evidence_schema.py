@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.incluster.evidence.allocation_schema import ALLOCATION
 from components.incluster.evidence.bandwidth_schema import BANDWIDTH
 from components.incluster.evidence.compute_schema import COMPUTE
 from components.incluster.evidence.fault_schema import FAULT
@@ -33,6 +34,7 @@ HOST_POD = Obj(
         "bandwidth": Field(BANDWIDTH, required=False),
         "memory": Field(MEMORY, required=False),
         "compute": Field(COMPUTE, required=False),
+        "allocation": Field(ALLOCATION, required=False),
         "exit_codes": Field(Arr(Int())),
         "started": Field(Num(minimum=0, unit="s since the epoch")),
         "ended": Field(Num(minimum=0, unit="s since the epoch")),
@@ -45,6 +47,7 @@ SCHEMAS: dict[str, tuple[str, Schema]] = {
     "compute": ("The compute probe's JSON line", COMPUTE),
     "fault": ("The fault probe's JSON line", FAULT),
     "bandwidth": ("The bandwidth probe's JSON line", BANDWIDTH),
+    "allocation": ("The allocation-paths probe's JSON line", ALLOCATION),
     "pod": ("A Pod as the verifier keeps it", POD),
     "evidence": ("Everything the verifier collected (the verifier's evidence log line, less its kind)", EVIDENCE),
 }

@@ -167,6 +167,18 @@ def gpu_audit_section(found: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def escaped_line(verification: Mapping[str, Any], expect: Expectation) -> str:
+    """The doors the quota did not hold, said in the first line whether or not the check counts toward the result:
+    a passed verdict never reads as "the quota holds" while memory escaped by one of them."""
+    doors = list(dict.fromkeys(str(f.get("observed")) for f in verification.get("findings") or []
+                               if str(f.get("id") or "").startswith("escaped-via:") and f.get("bypassed")))  # fmt: skip
+    if not doors:
+        return ""
+    advisory = [c for c in expect.advisory if c == "allocation-paths"]
+    note = " (`allocation-paths` does not count toward the result: verify.allocationPaths.counts)" if advisory else ""
+    return f" **The memory quota does not hold at every door**{note}: " + "; ".join(doors) + "."
+
+
 def render(verification: Mapping[str, Any], expect: Expectation) -> str:
     """Markdown: what was asked, what was seen, pass/fail per check, findings, ghost quota, what this is not."""
     passed = verification.get("passed")
@@ -181,7 +193,9 @@ def render(verification: Mapping[str, Any], expect: Expectation) -> str:
         failed = [c.get("id") for c in checks if not c.get("passed")]
         lines.append(
             f"**Result: {'PASSED' if passed else 'FAILED'}** — {len(checks) - len(failed)} of {len(checks)}"
-            " checks passed" + (f"; failing: {', '.join(f'`{f}`' for f in failed)}." if failed else ".")
+            " checks passed"
+            + (f"; failing: {', '.join(f'`{f}`' for f in failed)}." if failed else ".")
+            + escaped_line(verification, expect)
         )
         if verification.get("error"):
             lines += ["", f"The verifier reported an error: {verification['error']}"]

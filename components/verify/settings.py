@@ -23,6 +23,16 @@ def _pod_prefix(prefix: str) -> str:
     return prefix
 
 
+class AllocationPathsConfig(Settings):
+    """The allocation-paths step: every CUDA door to device memory asked past the quota in each proof Pod."""
+
+    enabled: bool = True
+    """Run the step in every proof Pod that has a memory quota (one fresh process per path, before compute)."""
+    counts: bool = True
+    """Whether `allocation-paths` counts toward `passed`; false still judges it and names each escape in the result
+    line, without failing `pulumi up`. Ignored while `enabled` is false."""
+
+
 class VerifyConfig(Settings):
     """The proof: Pods that share one card, and the verifier that judges them."""
 
@@ -60,6 +70,8 @@ class VerifyConfig(Settings):
     """Fail `pulumi up` when a check fails, once results are known."""
     pod_tries: bool = True
     """Also try the ways around the quota that a Pod's own spec can take, each in a short-lived Pod (findings)."""
+    allocation_paths: AllocationPathsConfig = AllocationPathsConfig()
+    """The allocation-paths step and whether its check counts (docs/verification.md "allocation-paths")."""
     run_id: Annotated[Text, Field(min_length=1, max_length=63)] = "1"
     """Change it (`pulumi config set --path gpushare:verify.runId 2`) to run the proof again on fresh Pods."""
 

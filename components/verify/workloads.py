@@ -25,8 +25,9 @@ PROBES = "probes"
 """The room of the package the proof Pods run: `python3 -m incluster.probes.<probe>`."""
 REQUIRED_FILES = ("__init__.py", "probes/__init__.py", "probes/memory.py", "probes/memory_findings.py",
                   "probes/memory_child.py", "probes/compute.py", "probes/compute_kernel.py", "probes/fault.py",
-                  "probes/bandwidth.py", "probes/timeline.py", "verifier.py", "judge.py", "checks/registry.py",
-                  "kube.py")  # fmt: skip
+                  "probes/bandwidth.py", "probes/timeline.py", "probes/allocation_paths.py",
+                  "probes/allocation_child.py", "probes/device_nodes.py", "verifier.py", "judge.py",
+                  "checks/registry.py", "kube.py")  # fmt: skip
 """Modules the Pods run or import, by path: without one of them the plan stops before any resource."""
 READY_FILE = "/tmp/gpushare-ready"
 TERMINATION_LOG = "/dev/termination-log"
@@ -70,6 +71,8 @@ class ProbeSettings:
     sweep_gib: tuple[float, ...]
     cores_percent: int | None = None
     compute_seconds: int = 20
+    allocation_paths: bool = False
+    """Both Pods run the allocation-paths step after the neighbour steps (where a memory quota is expected)."""
     phases: neighbour_phases.Phases = neighbour_phases.CLUSTER
     """The fault and bandwidth steps both Pods run first: A measures, B faults its own context, then hogs."""
 
@@ -153,6 +156,11 @@ def compute_command(probes: ProbeSettings) -> list[str]:
     return incluster.pod_command(f"{PROBES}.compute", "--json", "--seconds", seconds, "--baseline", "child")
 
 
+def allocation_command(probes: ProbeSettings) -> list[str]:
+    """The allocation-paths step: every CUDA door asked past the quota, each in a fresh process."""
+    return module_command("allocation_paths", "--expect-limit-mib", str(probes.expect_limit_mib))
+
+
 def module_command(probe: str, *args: str) -> list[str]:
     return incluster.pod_command(f"{PROBES}.{probe}", "--json", *args)
 
@@ -199,6 +207,8 @@ def container_command(probes: ProbeSettings, *, pod: Literal["a", "b"]) -> list[
     share is asked), then each runs the memory probe, which holds its quota until the Pod is deleted. Compute after
     the neighbour steps: B's fault and hog never fall inside A's compute window, whenever B started."""
     steps = neighbour_commands(probes.phases, pod)
+    if probes.allocation_paths and probes.expect_limit_mib is not None:  # both Pods: B's waits stay A's
+        steps.append(allocation_command(probes))
     computes = probes.cores_percent is not None
     if pod == "a" and computes:
         steps.append(compute_command(probes))

@@ -7,6 +7,7 @@ mechanism what it expects and how it judges), defined in the module of its famil
 - library: monitor-metrics, preload-mechanism (what the monitor and each process's maps say)
 - compute: compute-limited (no Pod's share of an unlimited baseline above its quota and the limiter's overshoot)
 - neighbours: fault-isolation (a neighbour that faults its own context does not take the other Pod down)
+- allocation_paths: allocation-paths (every CUDA door to device memory, asked past the quota, holds it)
 
 The planned `expected` values, the judging and the report all derive from CHECKS. Adding a check is one new
 `Check` in its family's module, listed here, plus its test on recorded evidence (tests/test_cross_examination.py
@@ -19,6 +20,7 @@ Standard library only.
 
 from __future__ import annotations
 
+from .allocation_paths import ALLOCATION_PATHS
 from .compute import COMPUTE_LIMITED
 from .library import MONITOR_METRICS, PRELOAD_MECHANISM
 from .memory import MEMORY_ENFORCED, NEIGHBOR_ISOLATION
@@ -38,5 +40,6 @@ CHECKS: tuple[Check, ...] = (
     PRELOAD_MECHANISM,
     COMPUTE_LIMITED,
     FAULT_ISOLATION,
+    ALLOCATION_PATHS,
 )
 REGISTRY: dict[str, Check] = {c.id: c for c in CHECKS}

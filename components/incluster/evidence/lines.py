@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..probes.process import OOM_LINE
+from .allocation_schema import ALLOCATION
 from .bandwidth_schema import BANDWIDTH
 from .compute_schema import COMPUTE
 from .fault_schema import FAULT
@@ -17,7 +18,7 @@ from .memory_schema import MEMORY
 from .schema import Obj, validate
 from .strict import NotJudgeable, loads
 
-RESULTS: dict[str, Obj] = {"memory": MEMORY, "compute": COMPUTE}
+RESULTS: dict[str, Obj] = {"memory": MEMORY, "compute": COMPUTE, "allocation": ALLOCATION}
 """The probes whose results the checks judge, by their `probe` key."""
 STEPS: dict[str, Obj] = {"fault": FAULT, "bandwidth": BANDWIDTH}
 """The proof Pods' first two steps, which both proof Pods run (workloads.container_command)."""

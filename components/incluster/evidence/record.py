@@ -25,7 +25,8 @@ from .pods import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
 from .schema import validate
 from .strict import NotJudgeable, duplicates, instant, shown
 
-READS = ("pods", "memory", "compute", "nodes", "metrics", "overcommit", "whole-gpu", "quota-pods", "fault", "bandwidth")
+READS = ("pods", "memory", "compute", "nodes", "metrics", "overcommit", "whole-gpu", "quota-pods", "fault", "bandwidth",
+         "allocation")  # fmt: skip
 """What a check may declare it reads (checks/registry.py); `parts` names the evidence each one covers."""
 
 
@@ -152,6 +153,9 @@ class Record:
             for name in self.names:
                 if self.step(probe, name) is None:
                     self._refuse(f"{probe}:{name}", self._missing(name, probe))
+        for name in self.names if e.allocation_paths else ():  # workloads.container_command's allocation step
+            if self.allocation(name) is None:
+                self._refuse(f"allocation:{name}", self._missing(name, "allocation"))
         for other in (e.overcommit_pod, e.whole_gpu_pod):
             if other and other not in self.pods and f"pod:{other}" not in self.problems:
                 self._refuse(f"pod:{other}", f"Pod {other} was not found")
@@ -291,6 +295,8 @@ class Record:
             return [f"pod:{e.overcommit_pod}"] if e.overcommit_pod else []
         if read == "whole-gpu":  # its memory result only where it printed one that failed the record (a host's)
             return [f"pod:{e.whole_gpu_pod}", f"memory:{e.whole_gpu_pod}"] if e.whole_gpu_pod else []
+        if read == "allocation":
+            return [f"allocation:{n}" for n in self.names]
         if read == "quota-pods":
             return ["quota-pods"]
         if read in STEPS:  # both proof Pods: one the neighbour that measures, the other the one that disturbs it
@@ -318,6 +324,9 @@ class Record:
 
     def compute(self, name: str) -> dict[str, Any] | None:
         return (self.results.get(name) or {}).get("compute")
+
+    def allocation(self, name: str) -> dict[str, Any] | None:
+        return (self.results.get(name) or {}).get("allocation")
 
     def step(self, probe: str, name: str) -> dict[str, Any] | None:
         """Pod `name`'s fault or bandwidth result (STEPS)."""

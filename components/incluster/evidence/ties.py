@@ -136,7 +136,7 @@ def sequence_problem(name: str, results: Mapping[str, Mapping[str, Any]]) -> Pro
     return None
 
 
-POD_ORDER = ("fault", "bandwidth", "compute", "memory")
+POD_ORDER = ("fault", "bandwidth", "allocation", "compute", "memory")
 """A proof Pod's steps in the order it runs them (workloads.container_command, the host proof's pod_steps)."""
 STEP_PROBES = ("fault", "bandwidth")
 

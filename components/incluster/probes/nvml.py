@@ -60,6 +60,14 @@ class Nvml:
         # NVML_VALUE_NOT_AVAILABLE is all ones: no count, not a huge one.
         return used[0] if used and used[0] < (1 << 62) else None
 
+    def minor(self) -> int | None:
+        """The card's minor number: the N of the /dev/nvidiaN its container is given (nvmlDeviceGetMinorNumber)."""
+        value = ctypes.c_uint()
+        call = getattr(self.lib, "nvmlDeviceGetMinorNumber", None)
+        if call is None or call(self.handle, ctypes.byref(value)) != 0:
+            return None
+        return value.value
+
     def uuid(self) -> str | None:
         buf = ctypes.create_string_buffer(96)
         if self.lib.nvmlDeviceGetUUID(self.handle, buf, 96) != 0:

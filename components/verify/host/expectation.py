@@ -40,7 +40,7 @@ NEEDS_CONTAINER_RUNTIME: dict[str, str] = {
     " hook; a host process sees every card anyway",
 }
 """Pod-level tries that need a container runtime, not only a cluster: named apart in the host verdict."""
-POD_PROBES = ("fault", "bandwidth", "memory", "compute")
+POD_PROBES = ("fault", "bandwidth", "allocation_paths", "memory", "compute")
 """The probes a proof Pod's command may run, as files (`/gpushare/memory.py`) or modules (`-m gpushare.fault`)."""
 HOST_ONLY_FLAGS = {"--result-file": 1, "--ready-file": 1, "--keep-holding": 1, "--delay": 1}
 """Pod-only memory-probe flags (and how many values follow): a host process has no termination log or readiness,

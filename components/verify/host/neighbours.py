@@ -42,7 +42,12 @@ def with_fault_isolation(expect: Expectation) -> Expectation:
 
 def fitted(expect: Expectation, outputs: Mapping[str, Mapping[str, Any]]) -> Expectation:
     """A recorded run's expectation as its Pods ran: with fault-isolation where they ran the neighbour steps (a plan
-    from before them lacks it), without it where they did not (a record from before them)."""
+    from before them lacks it), without it where they did not (a record from before them); without allocation-paths
+    where no Pod ran the allocation step."""
+    if not any(isinstance(out, Mapping) and "allocation" in out for out in outputs.values()):
+        # A record from before the allocation step: nothing of it to judge (docs/verification.md allocation-paths).
+        expect = dataclasses.replace(expect, checks=tuple(c for c in expect.checks if c != "allocation-paths"),
+                                     allocation_paths=False, advisory=())  # fmt: skip
     if any(isinstance(out, Mapping) and "fault" in out for out in outputs.values()):
         return with_fault_isolation(expect)
     return dataclasses.replace(expect, checks=tuple(c for c in expect.checks if c != FAULT_ISOLATION_ID))

@@ -171,6 +171,8 @@ def pod_steps(argv: Mapping[str, Sequence[str]], env: dict[str, str], options: H
     steps = phases.host(options.stagger_seconds)
     out = [(probe(name, expectation.host_phase_argv(name, argv[name], steps, mech)), env)
            for name in ("fault", "bandwidth") if name in argv]  # fmt: skip
+    if "allocation_paths" in argv:  # after the neighbour steps, before compute (workloads.container_command)
+        out.append((probe("allocation_paths", [*argv["allocation_paths"], "--mechanism", mech]), env))
     if compute_args is not None:
         out.append((probe("compute", list(compute_args)), env))
     memory_args = expectation.host_memory_argv(argv["memory"], options.hold_seconds, mechanism(options.setup))
