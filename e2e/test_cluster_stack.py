@@ -1,0 +1,142 @@
+"""The `cluster` stack on the real engine, in order: preview with the policy pack, up, no-change previews, the guard's
+CEL, config changes against the offline plan, the audit, destroy. Each test is one scenario of docs/testing.md."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.gpu.guard import RULES
+from components.incluster.audit import DISABLE_CONTROL
+from e2e.conftest import CARD, new_stack
+from e2e.controlplane import ControlPlane
+from e2e.stack import REPO, Stack
+
+STACK_ROOT = "pulumi:pulumi:Stack"
+
+
+def offline_plan(*overrides: str) -> dict[str, Any]:
+    """`python -m components.plan cluster --json`, as a reader runs it, with `-c` overrides."""
+    args = [sys.executable, "-m", "components.plan", "cluster", "--json"]
+    for o in overrides:
+        args += ["-c", o]
+    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, check=True)
+    return dict(json.loads(proc.stdout))
+
+
+def type_and_name(urn: str) -> str:
+    """`urn:pulumi:STACK::PROJECT::parent$type::name` → `type::name`, the offline plan's key."""
+    qualified, name = urn.split("::")[2], urn.split("::", 3)[3]
+    return f"{qualified.split('$')[-1]}::{name}"
+
+
+def real_steps(result: dict[str, Any]) -> dict[str, str]:
+    return {type_and_name(s["urn"]): s["op"] for s in result["steps"] if s["type"] != STACK_ROOT}
+
+
+def planned_steps(plan: dict[str, Any]) -> dict[str, str]:
+    return {r["urn"]: r["operation"] for r in plan["resources"]}
+
+
+def agreement(real: dict[str, str], planned: dict[str, str]) -> tuple[int, int, list[str]]:
+    keys = sorted(set(real) | set(planned))
+    differ = [f"{k}: engine {real.get(k, '-')}, plan {planned.get(k, '-')}" for k in keys if real.get(k) != planned.get(k)]
+    return len(keys) - len(differ), len(keys), differ
+
+
+@pytest.fixture(scope="module")
+def stack(control_plane: ControlPlane, work: Path, chart_dirs: Path) -> Iterator[Stack]:
+    s = new_stack(control_plane, work, chart_dirs)
+    yield s
+    if s.cli("stack", "ls").returncode == 0:
+        s.run("destroy")  # a failed scenario leaves nothing for the next module
+
+
+def pod(name: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """A tenant's GPU Pod: one slot of HAMi's, 1000 MiB, and the environment given."""
+    container = {
+        "name": "c",
+        "image": "busybox",
+        "resources": {"limits": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"}},
+        "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [container]}}
+
+
+def test_preview_with_the_policy_pack_lists_what_the_offline_plan_lists(stack: Stack) -> None:
+    result = stack.run("preview", "--policy-pack")
+    assert "error" not in result, result["error"]
+    agree, total, differ = agreement(real_steps(result), planned_steps(offline_plan()))
+    print(f"preview: {agree} of {total} resources agree with the offline plan (URN and operation)")
+    assert not differ, differ
+
+
+def test_up_creates_every_resource_and_exports_the_documented_outputs(stack: Stack) -> None:
+    result = stack.run("up", "--policy-pack")
+    assert "error" not in result, result["error"]
+    plan = offline_plan()
+    assert result["summary"].get("create") == len(plan["resources"]) + 1  # and the stack itself
+    assert sorted(result["outputs"]) == sorted(plan["outputs"])
+
+
+def test_verification_says_not_judged_where_no_container_ran(stack: Stack) -> None:
+    verification = stack.run("outputs")["outputs"]["verification"]
+    assert verification["passed"] is not True
+    assert verification["judged"] is False
+    assert "not judged" in verification["error"]
+
+
+def test_a_second_preview_shows_no_change(stack: Stack) -> None:
+    result = stack.run("preview", "--expect-no-changes")
+    assert "error" not in result, result["error"]
+
+
+def test_a_preview_after_refresh_shows_no_change(stack: Stack) -> None:
+    refreshed = stack.run("refresh")
+    assert "error" not in refreshed, refreshed["error"]
+    result = stack.run("preview", "--expect-no-changes")
+    assert "error" not in result, result["error"]
+
+
+def test_the_guard_refuses_a_pod_that_opts_out_at_creation(control_plane: ControlPlane) -> None:
+    rule = RULES["cuda-disable-control"]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        control_plane.api("POST", "/api/v1/namespaces/default/pods", pod("opts-out", {DISABLE_CONTROL: "true"}))
+    body = json.loads(refused.value.read())
+    assert refused.value.code == 403, body
+    assert rule.message in body["message"], body["message"]
+
+
+def test_the_guard_admits_a_pod_that_does_not_opt_out(control_plane: ControlPlane) -> None:
+    created = control_plane.api("POST", "/api/v1/namespaces/default/pods", pod("allowed"))
+    assert created["metadata"]["name"] == "allowed"
+    control_plane.api("DELETE", "/api/v1/namespaces/default/pods/allowed")
+
+
+def test_destroy_leaves_none_of_the_stacks_objects(stack: Stack, control_plane: ControlPlane) -> None:
+    result = stack.run("destroy")
+    assert "error" not in result, result["error"]
+    left = []
+    for ns in ("hami-system", "gpu-operator", "gpushare-proof"):
+        try:
+            control_plane.api("GET", f"/api/v1/namespaces/{ns}")
+            left.append(f"namespace {ns}")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+    for kind in ("clusterroles", "clusterrolebindings"):
+        items = control_plane.api("GET", f"/apis/rbac.authorization.k8s.io/v1/{kind}")["items"]
+        left += [f"{kind} {i['metadata']['name']}" for i in items if "gpushare" in i["metadata"]["name"]]
+    policies = control_plane.api("GET", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies")
+    left += [f"policy {i['metadata']['name']}" for i in policies["items"]]
+    node = control_plane.api("GET", "/api/v1/nodes/node")
+    assert node["metadata"]["annotations"]["hami.io/node-nvidia-register"] == json.dumps(CARD, separators=(",", ":")).join("[]")
+    if "gpu" in node["metadata"].get("labels", {}):
+        left.append("node label gpu")
+    assert not left, left
