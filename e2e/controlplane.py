@@ -37,7 +37,7 @@ def bin_dir() -> Path:
 
 
 TOOLS = ("pulumi", "pulumi-resource-kubernetes", "etcd", "kwok", "kube-apiserver", "kube-controller-manager",
-         "kube-scheduler", "pulumi-analyzer-policy-python")  # fmt: skip
+         "kube-scheduler")  # fmt: skip
 
 
 def missing_tools() -> list[str]:

@@ -45,7 +45,8 @@ def main(argv: list[str]) -> int:
         program=program,
         opts=auto.LocalWorkspaceOptions(work_dir=project_dir, pulumi_command=cmd),
     )
-    packs = [str(REPO / "policies")] if "--policy-pack" in flags else None
+    # The pack as one executable (e2e/policy-pack): the CLI runs a pack folder only through a language host.
+    packs = [str(REPO / "e2e" / "policy-pack")] if "--policy-pack" in flags else None
     out: dict[str, Any] = {"op": op}
     try:
         if op == "preview":

@@ -43,6 +43,4 @@ build kwok kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Versio
 for c in kube-apiserver kube-controller-manager kube-scheduler; do
   build kube "$c" "k8s.io/kubernetes/cmd/$c" "$kv"
 done
-# The Python policy pack's launcher: our own script, since no Python language host is served as a Go module.
-install -m 0755 "$here/pulumi-analyzer-policy-python" "$bin/pulumi-analyzer-policy-python"
 echo "tools in $bin ($((SECONDS - t_all)) s)"
