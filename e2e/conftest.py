@@ -62,6 +62,7 @@ def control_plane(work: Path, chart_dirs: Path) -> Iterator[ControlPlane]:
     try:
         plane.start()
         plane.add_gpu_node("node", [CARD])
+        plane.add_toolkit_runtime_classes()
         yield plane
     finally:
         plane.stop()

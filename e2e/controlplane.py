@@ -172,6 +172,15 @@ class ControlPlane:
         }
         self.api("POST", "/api/v1/nodes", node)
 
+    def add_toolkit_runtime_classes(self) -> None:
+        """The RuntimeClasses the GPU Operator's running toolkit makes (nvidia, and nvidia-legacy for HAMi's device
+        plugin): no operator runs under kwok, and HAMi's DaemonSet Pods are refused without theirs."""
+        for handler in ("nvidia", "nvidia-legacy"):
+            self.api("POST", "/apis/node.k8s.io/v1/runtimeclasses", {
+                "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": handler},
+                "handler": handler,
+            })  # fmt: skip
+
     def tail(self, name: str, lines: int = 15) -> str:
         path = self.root / f"{name}.log"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""

@@ -56,6 +56,8 @@ class Stack:
         cfg = config["config"]
         cfg["gpushare:cluster"]["kubeconfigPath"] = str(kubeconfig)
         cfg["gpushare:chartSources"] = {k: {"path": str(chart_dirs / v)} for k, v in CHARTS.items()}
+        # No container runs under kwok, so the verifier writes no verdict: export "not judged" instead of failing up.
+        cfg["gpushare:verify"]["failOnViolation"] = False
         for key, value in (edit or {}).items():
             cfg[key] = value
         (folder / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

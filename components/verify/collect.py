@@ -105,11 +105,18 @@ def termination_message(status: Any) -> str | None:
     return message or None
 
 
+NO_MESSAGE = (
+    "not judged: the verifier Pod ended without a termination message (no container ran it, as under a cluster"
+    " simulator, or it was stopped before it wrote one); read its log"
+)
+"""The verdict's reason where the verifier wrote nothing: never passed, and saying that nothing was judged."""
+
+
 def verdict_from_status(status: Any, expect: Expectation) -> dict[str, Any]:
     """The verifier Pod's status → the full `verification` output (message.expand of its termination message)."""
     text = termination_message(status)
     if text is None:
-        return judge.failed_verdict(expect, "the verifier Pod ended without a termination message; read its log")
+        return judge.failed_verdict(expect, NO_MESSAGE)
     try:
         compact = message.decode(text)
     except ValueError as exc:
