@@ -48,7 +48,9 @@ def planned_steps(plan: dict[str, Any]) -> dict[str, str]:
 
 def agreement(real: dict[str, str], planned: dict[str, str]) -> tuple[int, int, list[str]]:
     keys = sorted(set(real) | set(planned))
-    differ = [f"{k}: engine {real.get(k, '-')}, plan {planned.get(k, '-')}" for k in keys if real.get(k) != planned.get(k)]
+    differ = [
+        f"{k}: engine {real.get(k, '-')}, plan {planned.get(k, '-')}" for k in keys if real.get(k) != planned.get(k)
+    ]
     return len(keys) - len(differ), len(keys), differ
 
 
@@ -122,9 +124,7 @@ def test_after_refresh_the_unready_pods_get_an_empty_update_and_nothing_is_repla
     result = stack.run("preview")
     assert "error" not in result, result["error"]
     changed = {s["urn"].split("::")[-1]: s["op"] for s in result["steps"] if s["op"] != "same"}
-    pods = {
-        n: op for n, op in changed.items() if n.startswith("gpushare-proof-workloads-")
-    }  # the Pods' Pulumi names
+    pods = {n: op for n, op in changed.items() if n.startswith("gpushare-proof-workloads-")}  # the Pods' Pulumi names
     assert set(changed.values()) == {"update"}, changed
     assert len(pods) == len(changed) == len(unready), (changed, unready)
     up = stack.run("up")
@@ -204,7 +204,9 @@ def test_destroy_leaves_none_of_the_stacks_objects(stack: Stack, control_plane: 
     policies = control_plane.api("GET", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies")
     left += [f"policy {i['metadata']['name']}" for i in policies["items"]]
     node = control_plane.api("GET", "/api/v1/nodes/node")
-    assert node["metadata"]["annotations"]["hami.io/node-nvidia-register"] == json.dumps(CARD, separators=(",", ":")).join("[]")
+    assert node["metadata"]["annotations"]["hami.io/node-nvidia-register"] == json.dumps(
+        CARD, separators=(",", ":")
+    ).join("[]")
     if "gpu" in node["metadata"].get("labels", {}):
         left.append("node label gpu")
     assert not left, left
