@@ -143,7 +143,7 @@ class ControlPlane:
             try:
                 if self.raw("/readyz") == b"ok":
                     return
-            except Exception as exc:  # noqa: BLE001 - retried until the deadline
+            except Exception as exc:  # retried until the deadline
                 last = exc
             time.sleep(0.5)
         raise RuntimeError(f"kube-apiserver not ready in {seconds} s ({last}): {self.tail('kube-apiserver')}")
