@@ -125,6 +125,13 @@ def _status_fields(status: Any) -> dict[str, Any]:
     return {"conditions": [{k: _field(c, k, k) for k in keys} for c in conditions]}
 
 
+NO_MESSAGE = (
+    "not judged: the verifier Pod ended without a termination message (no container ran it, as under a cluster"
+    " simulator, or it was stopped before it wrote one); read its log"
+)
+"""The verdict's reason where the verifier wrote nothing: never passed, and saying that nothing was judged."""
+
+
 def verdict_from_status(status: Any, expect: Expectation) -> dict[str, Any]:
     """The verifier Pod's status → the full `verification` output (message.expand of its termination message)."""
     text = termination_message(status)
@@ -136,7 +143,7 @@ def verdict_from_status(status: Any, expect: Expectation) -> dict[str, Any]:
             "then set a new gpushare:verify.runId",
         )
     if text is None:
-        return judge.failed_verdict(expect, "the verifier Pod ended without a termination message; read its log")
+        return judge.failed_verdict(expect, NO_MESSAGE)
     try:
         compact = message.decode(text)
     except ValueError as exc:
