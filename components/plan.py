@@ -175,6 +175,13 @@ def read_stack_config(stack: str, overrides: list[str], root: Path | None = None
             )
         written[full_key] = written_key
         config[full_key] = _program_value(raw_value, full_key)
+    from components.config.secrets import mock_secrets, plain_secret_problem
+
+    plain = plain_secret_problem(config)  # only the file's own values: `-c` is never written anywhere
+    if plain:
+        from components.config.kubeconfig import ConfigError
+
+        raise ConfigError(*plain)
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep:
@@ -194,8 +201,6 @@ def read_stack_config(stack: str, overrides: list[str], root: Path | None = None
                 key_path.set_value(config, namespace, steps, value)
         except key_path.KeyPathError as err:
             raise PlanInputError(f"-c {where}: {err}") from None
-    from components.config.secrets import mock_secrets
-
     return mock_secrets(config, document or {})
 
 
