@@ -264,7 +264,9 @@ class _Scanner(yaml.scanner.Scanner):
         if self.index == 0 and self.peek() == "\ufeff":
             self.forward()
         while True:  # scannerc.go:1558: a tab separates tokens in flow context or where no simple key may start
-            while self.peek() == " " or (self.peek() == "\t" and (self.flow_level or not self.allow_simple_key)):
+            while self.peek() == " " or (
+                self.peek() == "\t" and (self.flow_level or not getattr(self, "allow_simple_key"))
+            ):
                 self.forward()
             if self.peek() == "#":
                 while self.peek() not in "\0" + _BREAKS:
