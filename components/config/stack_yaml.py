@@ -265,7 +265,7 @@ class _Scanner(yaml.scanner.Scanner):
             self.forward()
         while True:  # scannerc.go:1558: a tab separates tokens in flow context or where no simple key may start
             while self.peek() == " " or (
-                self.peek() == "\t" and (self.flow_level or not getattr(self, "allow_simple_key"))
+                self.peek() == "\t" and (self.flow_level or not self.allow_simple_key)  # type: ignore[has-type]
             ):
                 self.forward()
             if self.peek() == "#":
