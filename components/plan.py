@@ -95,6 +95,36 @@ _JSON_STRINGS = re.compile(r'[ \n]*\[[ \n]*(?:"[ !#-\[\]-~]*"[ \n]*(?:,[ \n]*"[ 
 sequence of double-quoted scalars, which yaml.v3 reads as those strings; JSON reads it 500 times faster."""
 
 
+_KEY_LINE = re.compile(r"( *)(?:- +)?('[^']*'|\"[^\"]*\"|[^\s#'\"][^#]*?) *:(?:[ \t]|$)")
+
+
+def _key_at(text: str, line: int) -> str | None:
+    """The config key whose block holds line `line` (1-based) of a stack file, by indentation: a YAML error's
+    key, named although the file did not parse."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    here = lines[line - 1]
+    depth = len(here) - len(here.lstrip(" "))
+    stack: list[tuple[int, str]] = []
+    for text_line in lines[:line]:
+        match = _KEY_LINE.match(text_line)
+        if not match:
+            continue
+        indent = len(match.group(1))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, match.group(2).strip("'\"")))
+    if not _KEY_LINE.match(here):  # a line that is no key belongs to the keys indented less
+        stack = [s for s in stack if s[0] < depth] if depth else stack[:2]
+    if len(stack) < 2 or stack[0] != (0, "config"):
+        return None
+    from components.config.stack_yaml import PROJECT
+
+    top = stack[1][1] if ":" in stack[1][1] else f"{PROJECT}:{stack[1][1]}"
+    return top + "".join(f".{name}" for _, name in stack[2:])
+
+
 def _load_yaml(text: str, where: str) -> Any:
     """`text` as `pulumi up` decodes it (gopkg.in/yaml.v3: components/config/stack_yaml.py)."""
     if _JSON_STRINGS.fullmatch(text):
@@ -107,12 +137,19 @@ def _load_yaml(text: str, where: str) -> Any:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or "invalid YAML"
+        held = _key_at(text, mark.line + 1) if mark and where.startswith("Pulumi.") else None
+        where = f"{where} ({held})" if held else where
         if isinstance(err, yaml.constructor.ConstructorError):
             fix = "keep one" if "already defined" in str(problem) else "fix the value"
             raise PlanInputError(
                 f"{where}: line {mark.line + 1 if mark else '?'}: {problem}, which `pulumi up` refuses too; {fix}"
             ) from None
-        raise PlanInputError(f"{where}: not valid YAML{at} ({problem}); fix the quoting or indentation") from None
+        fix = (
+            "indent with spaces, never tabs"
+            if "tab" in str(problem) or "\\t" in str(problem)
+            else "fix the quoting or indentation"
+        )
+        raise PlanInputError(f"{where}: not valid YAML{at} ({problem}); {fix}") from None
 
 
 def _program_value(value: Any, full_key: str) -> Any:
@@ -188,6 +225,13 @@ def read_stack_config(stack: str, overrides: list[str], root: Path | None = None
             )
         written[full_key] = written_key
         config[full_key] = _program_value(raw_value, full_key)
+    from components.config.secrets import mock_secrets, plain_secret_problem
+
+    plain = plain_secret_problem(config)  # only the file's own values: `-c` is never written anywhere
+    if plain:
+        from components.config.kubeconfig import ConfigError
+
+        raise ConfigError(*plain)
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep:
@@ -207,8 +251,6 @@ def read_stack_config(stack: str, overrides: list[str], root: Path | None = None
                 key_path.set_value(config, namespace, steps, value)
         except key_path.KeyPathError as err:
             raise PlanInputError(f"-c {where}: {err}") from None
-    from components.config.secrets import mock_secrets
-
     return mock_secrets(config, document or {})
 
 

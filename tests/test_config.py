@@ -215,7 +215,10 @@ def test_the_vm_section_left_on_an_existing_host_is_refused() -> None:
 def test_existing_cluster_needs_exactly_one_kubeconfig_source() -> None:
     err = refusal("cluster", 'gpushare:cluster.kubeconfig="apiVersion: v1"')
     assert err.key == "gpushare:cluster"
-    assert "exactly one" in str(err)
+    assert "both set; keep one: `pulumi config rm --path gpushare:cluster.kubeconfigPath`" in str(err)
+    err = refusal("cluster", "gpushare:cluster.kubeconfigPath=null")
+    assert err.key == "gpushare:cluster"
+    assert "`pulumi config set --path gpushare:cluster.kubeconfigPath ~/.kube/config`" in str(err)
 
 
 def test_nvidia_runtime_class_under_cdi_is_refused() -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import yaml
 
 from components.contracts.errors import InputError
 from components.contracts.settings import key
-from components.validate import file_problem, host_problem, may_hold_credential, quoted
+from components.validate import _is_ip, file_problem, host_problem, may_hold_credential, quoted
 
 
 def project_dir() -> Path:
@@ -112,7 +113,7 @@ def check_kubeconfig(text: str, context: str | None, key_: str) -> None:
             "lacks; give the file `kubectl config view --raw` prints",
         )
     server = clusters[cluster].get("server")
-    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+    if not isinstance(server, str) or not server:
         raise ConfigError(
             key_,
             f"cluster {quoted(cluster)} has no server URL (https://host:6443); give the file "
@@ -120,20 +121,40 @@ def check_kubeconfig(text: str, context: str | None, key_: str) -> None:
         )
     problem = _server_problem(server)
     if problem:
-        raise ConfigError(
-            key_, f"cluster {quoted(cluster)}'s server {problem}; give the file `kubectl config view --raw` prints"
-        )
+        fix = "" if ";" in problem else "; give the file `kubectl config view --raw` prints"
+        raise ConfigError(key_, f"cluster {quoted(cluster)}'s server {problem}{fix}")
 
 
 def _server_problem(server: str) -> str | None:
-    """Why client-go could not dial `server` (a URL with a host and, if any, a real port), or None."""
+    """Why client-go could not dial `server`, or None: rest.DefaultServerURL (client-go rest/url_utils.go) reads it
+    with Go's url.Parse, gives a bare host:port `https://`, keeps a path as a prefix; net/http dials only http and
+    https, to a host and a port 1-65535 (tests/facts/server_url holds Go's own answers)."""
+    scheme, sep, rest = server.partition("://")
+    if not sep:
+        scheme, rest = "https", server  # url_utils.go: not a URL with a host, so https:// goes in front
+    if scheme.lower() not in ("https", "http"):  # url.Parse lower-cases the scheme: HTTPS:// is https://
+        return f"{quoted(server)} is not an https:// URL (net/http speaks only http and https)"
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if netloc != netloc.strip() or " " in netloc:
+        return f"{quoted(server)} has a space in its host"
+    hostport = netloc.rpartition("@")[2]  # userinfo is allowed (Go sends it as basic auth)
+    if not hostport.startswith("[") and hostport.count(":") > 1:
+        return f"{quoted(server)} has an IPv6 address without brackets; write https://[::1]:6443"
     try:
-        url = urlsplit(server)
+        url = urlsplit(f"https://{netloc}")
         port = url.port
     except ValueError:
         return f"{quoted(server)} has a port outside 1-65535 or a malformed host"
-    if not url.hostname:
-        return f"{quoted(server)} names no host (https://host:6443)"
     if port == 0:
-        return f"{quoted(server)} has port 0"
-    return host_problem(url.hostname)
+        return f"{quoted(server)} has port 0, which no server listens on; give its real port, such as 6443"
+    host = url.hostname or ""
+    if hostport.startswith("["):
+        if not re.fullmatch(r"\[[^\]]*\](:[0-9]*)?", hostport) or re.search(r"%(?!25)", hostport):
+            return f"{quoted(server)} has a malformed IPv6 host; write https://[::1]:6443 (a zone as %25eth0)"
+        host = unquote(host).partition("%")[0]  # url.Parse unescapes a zone's %25 (fe80::1%25eth0); the zone is no IP
+        if not _is_ip(host):
+            return f"{quoted(server)} has brackets around something that is no IPv6 address"
+    if not host:
+        return f"{quoted(server)} names no host (https://host:6443)"
+    # Go's resolver takes '_' in a name and a final '.' (net/dnsclient.go isDomainName)
+    return host_problem(host.removesuffix(".").replace("_", "-"))

@@ -102,7 +102,61 @@ def _put(config: dict[str, Any], path: list[str | int], value: Any) -> None:
 
 def _full_key(path: list[str | int]) -> str:
     top, *rest = path
-    return key(str(top).removeprefix(f"{NAMESPACE}:"), *rest)
+    namespace, _, name = str(top).partition(":")
+    full = key(name, *rest)
+    return full if namespace == NAMESPACE else f"{namespace}:{full.removeprefix(f'{NAMESPACE}:')}"
+
+
+DECISIVE = ("platform", "toolkit", "sharing")
+"""Keys whose value decides which other keys exist: the plan must read them, so they are never secrets."""
+SECRET_NAMES = {"privateKey": ("host", "privateKey"), "kubeconfig": ("cluster", "kubeconfig")}
+"""The last name of each key that holds a credential → its full path under gpushare:."""
+_SECRET_SOURCES = {"privateKey": "< ~/.ssh/id_ed25519", "kubeconfig": "< ~/.kube/config"}
+
+
+def _misplaced(config: Mapping[str, Any], path: list[str | int]) -> str | None:
+    """Why a `secure:` value at `path` cannot be planned, or None: a key that decides the rest, a whole section,
+    or a credential under a namespace this program never reads."""
+    namespace, _, name = str(path[0]).partition(":")
+    names = [name, *path[1:]]
+    last = str(names[-1]).rpartition(".")[2]
+    if namespace != NAMESPACE:
+        if last not in SECRET_NAMES:
+            return None  # a provider's own secret (aws:secretKey…): Pulumi hands it to that provider
+        own = key(*SECRET_NAMES[last])
+        return (
+            f"is a secret under namespace {namespace!r}, which this program never reads; set it as {own}: "
+            f"`pulumi config set --secret --path {own} {_SECRET_SOURCES[last]}`, then `pulumi config rm "
+            f"{_full_key(path)}`"
+        )
+    if len(names) == 1 and name in DECISIVE:
+        return (
+            "decides which other keys exist, so it cannot be a secret; set it in plain: "
+            f"`pulumi config set {key(name)} …`"
+        )
+    from components.config.read import VARIANTS, _model_at
+
+    variant = VARIANTS.get(str(config.get(f"{NAMESPACE}:platform")))
+    if variant is not None and all(isinstance(n, str) for n in names) and _model_at(variant, [str(n) for n in names]):
+        return (
+            "is a whole section given as one secret, whose keys the plan cannot check; set the key that is secret "
+            f"alone: `pulumi config set --secret --path {_full_key(path)}.<key> …`"
+        )
+    return None
+
+
+def plain_secret_problem(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key, why) for a credential written in plain text in the stack file, which is committed with the project."""
+    for section, name in SECRET_NAMES.values():
+        value = config.get(f"{NAMESPACE}:{section}")
+        inner = value.get(name) if isinstance(value, Mapping) else None
+        if isinstance(inner, str) and inner:
+            where = key(section, name)
+            return where, (
+                "is in plain text in the stack file, which is committed with the project; set it as a secret: "
+                f"`pulumi config set --secret --path {where} {_SECRET_SOURCES[name]}`"
+            )
+    return None
 
 
 def _declared_default(config: Mapping[str, Any], path: list[str | int]) -> Any:
@@ -144,6 +198,10 @@ def mock_secrets(config: dict[str, Any], settings: Mapping[str, Any] | None = No
     from components.config.kubeconfig import ConfigError
 
     mocked = copy.deepcopy(config)
+    for path in found:
+        misplaced = _misplaced(config, path)
+        if misplaced:
+            raise ConfigError(_full_key(path), misplaced)
     for path in found:
         node: Any = config
         for part in path:

@@ -26,6 +26,7 @@ import binascii
 import calendar
 import math
 import re
+from decimal import Decimal
 from typing import Any, ClassVar
 
 import yaml
@@ -46,8 +47,9 @@ _YAML_STYLE_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-
 _DOT_FLOAT = re.compile(r"^\.[0-9]+([eE][-+]?[0-9]+)?$")  # what Go's ParseFloat takes after a leading '.'
 _TIMESTAMP = re.compile(
     r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:(?:[Tt](\d{1,2}):(\d{1,2}):(\d{1,2})(?:[.,](\d+))?(Z|[+-]\d{2}:\d{2}))"
-    r"|(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:[.,](\d+))?))?$"
-)  # resolve.go:294's four layouts: RFC 3339 (T or t), space-separated without a zone, date only
+    r"|(?: +(\d{1,2}):(\d{1,2}):(\d{1,2})(?:[.,](\d+))?))?$"
+)  # resolve.go:294's four layouts: RFC 3339 (T or t), space-separated without a zone (time.Parse takes a run of
+# spaces for the layout's one), date only
 _UINT64 = 2**64 - 1
 _TAGS = {"!!null": "null", "!!bool": "bool", "!!int": "int", "!!float": "float", "!!timestamp": "timestamp",
          "!!str": "str"}  # fmt: skip
@@ -187,6 +189,8 @@ class _Resolver(BaseResolver):
 
 class _Constructor(SafeConstructor):
     def construct_go_scalar(self, node: Any) -> Any:
+        if not isinstance(node, yaml.ScalarNode):  # decode.go:506: a collection decodes by its kind, whatever its tag
+            return self.construct_go_other(node)
         try:
             return go_resolve("!!" + node.tag.rsplit(":", 1)[-1], self.construct_scalar(node))[1]
         except YamlError as err:
@@ -194,7 +198,7 @@ class _Constructor(SafeConstructor):
 
     def construct_go_binary(self, node: Any) -> str:
         try:
-            text = "".join(self.construct_scalar(node).split())  # Go's decoder skips line breaks
+            text = re.sub("[\r\n]", "", self.construct_scalar(node))  # Go's base64 skips \r and \n alone
             return base64.b64decode(text, validate=True).decode("utf-8", "replace")
         except (binascii.Error, ValueError):
             raise ConstructorError(None, None, "!!binary value contains invalid base64 data", node.start_mark) from None
@@ -239,21 +243,137 @@ _Constructor.yaml_constructors = {
 }
 for _name in ("null", "bool", "int", "float", "timestamp"):
     _Constructor.add_constructor(f"tag:yaml.org,2002:{_name}", _Constructor.construct_go_scalar)
-_Constructor.add_constructor("tag:yaml.org,2002:str", SafeConstructor.construct_yaml_str)
+_Constructor.add_constructor("tag:yaml.org,2002:str", _Constructor.construct_go_scalar)
 _Constructor.add_constructor("tag:yaml.org,2002:seq", SafeConstructor.construct_yaml_seq)
 _Constructor.add_constructor("tag:yaml.org,2002:map", SafeConstructor.construct_yaml_map)
 _Constructor.add_constructor("tag:yaml.org,2002:binary", _Constructor.construct_go_binary)
 _Constructor.add_constructor(None, _Constructor.construct_go_other)
 
 
-class _Loader(
-    yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _Constructor, _Resolver
-):
+_BREAKS = "\r\n\x85\u2028\u2029"
+
+
+class _Scanner(yaml.scanner.Scanner):
+    """PyYAML's scanner with libyaml's tab rules, which yaml.v3 ports (yaml.v3 scannerc.go)."""
+
+    ESCAPE_REPLACEMENTS: ClassVar[dict[str, str]] = {
+        k: v for k, v in yaml.scanner.Scanner.ESCAPE_REPLACEMENTS.items() if k != "/"
+    }  # scannerc.go:2540-2560 knows no `\/` escape: "found unknown escape character"
+
+    def scan_to_next_token(self) -> None:
+        if self.index == 0 and self.peek() == "\ufeff":
+            self.forward()
+        while True:  # scannerc.go:1558: a tab separates tokens in flow context or where no simple key may start
+            while self.peek() == " " or (
+                self.peek() == "\t" and (self.flow_level or not self.allow_simple_key)  # type: ignore[has-type]
+            ):
+                self.forward()
+            if self.peek() == "#":
+                while self.peek() not in "\0" + _BREAKS:
+                    self.forward()
+            if not self.scan_line_break():
+                return
+            if not self.flow_level:
+                self.allow_simple_key = True
+
+    def scan_block_scalar_indentation(self) -> Any:
+        chunks, max_indent, end_mark = super().scan_block_scalar_indentation()
+        self._no_tab_in_indentation()
+        return chunks, max_indent, end_mark
+
+    def scan_block_scalar_breaks(self, indent: int) -> Any:
+        chunks, end_mark = super().scan_block_scalar_breaks(indent)
+        if self.column < indent:
+            self._no_tab_in_indentation()
+        return chunks, end_mark
+
+    def _no_tab_in_indentation(self) -> None:
+        if self.peek() == "\t":  # scannerc.go:2402
+            raise yaml.scanner.ScannerError(
+                "while scanning a block scalar",
+                None,
+                "found a tab character where an indentation space is expected",
+                self.get_mark(),
+            )
+
+    def scan_plain_spaces(self, indent: int, start_mark: Any) -> Any:
+        """Blanks inside a plain scalar, tabs among them (scannerc.go:2777-2790)."""
+        chunks: list[str] = []
+        length = 0
+        while self.peek(length) in " \t":
+            length += 1
+        whitespaces = self.prefix(length)
+        self.forward(length)
+        if self.peek() not in _BREAKS:
+            return [whitespaces] if whitespaces else chunks
+        line_break = self.scan_line_break()
+        self.allow_simple_key = True
+        breaks: list[str] = []
+        while True:
+            if self.column == 0 and self.prefix(3) in ("---", "...") and self.peek(3) in "\0 \t" + _BREAKS:
+                return None
+            if self.peek() == "\t" and self.column < indent:
+                raise yaml.scanner.ScannerError(
+                    "while scanning a plain scalar", start_mark, "found a tab character that violates indentation",
+                    self.get_mark(),
+                )  # fmt: skip
+            if self.peek() in " \t":
+                self.forward()
+            elif self.peek() in _BREAKS:
+                breaks.append(self.scan_line_break())
+            else:
+                break
+        chunks.append(line_break if line_break != "\n" else "" if breaks else " ")
+        return [*chunks, *breaks]
+
+    def scan_flow_scalar(self, style: Any) -> Any:
+        token = super().scan_flow_scalar(style)
+        if any("\ud800" <= ch <= "\udfff" for ch in token.value):  # scannerc.go:2622: no surrogate escapes
+            raise yaml.scanner.ScannerError(
+                "while parsing a quoted scalar", token.start_mark, "found invalid Unicode character escape code",
+                token.end_mark,
+            )  # fmt: skip
+        return token
+
+
+class _Parser(yaml.parser.Parser):
+    def process_directives(self) -> Any:
+        found = super().process_directives()
+        if self.yaml_version not in (None, (1, 1)):  # parserc.go:1195: only %YAML 1.1
+            raise yaml.parser.ParserError(None, None, "found incompatible YAML document", None)
+        return found
+
+
+class _Composer(yaml.composer.Composer):
+    """Anchors as yaml.v3's parser keeps them: a later `&x` replaces an earlier one (decode.go:143), and an alias
+    inside its own anchor's value is refused (decode.go:536)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        composing: set[str] = self.__dict__.setdefault("_composing", set())
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            if event.anchor in composing:
+                raise yaml.composer.ComposerError(
+                    None, None, f"anchor '{event.anchor}' value contains itself", event.start_mark
+                )
+            return super().compose_node(parent, index)
+        anchor = self.peek_event().anchor
+        if anchor is None:
+            return super().compose_node(parent, index)
+        self.anchors.pop(anchor, None)
+        composing.add(anchor)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            composing.discard(anchor)
+
+
+class _Loader(yaml.reader.Reader, _Scanner, _Parser, _Composer, _Constructor, _Resolver):
     def __init__(self, stream: str) -> None:
         yaml.reader.Reader.__init__(self, stream)
-        yaml.scanner.Scanner.__init__(self)
-        yaml.parser.Parser.__init__(self)
-        yaml.composer.Composer.__init__(self)
+        _Scanner.__init__(self)
+        _Parser.__init__(self)
+        _Composer.__init__(self)
         _Constructor.__init__(self)
         _Resolver.__init__(self)
 
@@ -296,7 +416,7 @@ def as_program_sees(value: Any, where: str) -> Any:
                 "number"
             )
         if value.is_integer() and abs(value) < 1e21:
-            return int(value)  # Go's encoding/json writes 8.0 as 8
+            return int(Decimal(repr(value)))  # encoding/json writes a whole float64 in its shortest digits: 8.0 as 8
     return value
 
 

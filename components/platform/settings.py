@@ -161,6 +161,14 @@ class ClusterConfig(Settings):
 
     @model_validator(mode="after")
     def _one_source(self) -> ClusterConfig:
-        if (self.kubeconfig is None) == (self.kubeconfig_path is None):
-            raise ValueError("set exactly one of kubeconfig (secret) and kubeconfigPath")
+        if self.kubeconfig is not None and self.kubeconfig_path is not None:
+            raise ValueError(
+                "kubeconfig and kubeconfigPath are both set; keep one: `pulumi config rm --path "
+                "gpushare:cluster.kubeconfigPath` (or gpushare:cluster.kubeconfig)"
+            )
+        if self.kubeconfig is None and self.kubeconfig_path is None:
+            raise ValueError(
+                "needs a kubeconfig: `pulumi config set --path gpushare:cluster.kubeconfigPath ~/.kube/config`, or "
+                "the file as a secret: `pulumi config set --secret --path gpushare:cluster.kubeconfig < ~/.kube/config`"
+            )
         return self

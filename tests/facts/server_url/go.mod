@@ -1,0 +1,3 @@
+module gpushare/tests/facts/server_url
+
+go 1.26

@@ -1,0 +1,5 @@
+module gpushare/tests/facts/yaml_v3
+
+go 1.26
+
+require gopkg.in/yaml.v3 v3.0.1
