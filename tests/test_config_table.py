@@ -430,6 +430,8 @@ BAD = [
     bad("gke", "gpushare:gpu.memoryMiB=1500", "gpushare:verify.sliceMiB=null", key="gpushare:gpu.memoryMiB"),
     bad("gke", "gpushare:sharing=mps", "gpushare:kai=null", "gpushare:isolator=null", "gpushare:gkeCdi=null",
         "gpushare:verify.sliceMiB=null", "gpushare:verify.extraGiB=1", key="gpushare:verify.extraGiB"),
+    bad("gke", "gpushare:verify.holdGiB=4", key="gpushare:verify.holdGiB"),  # no room beside the T4's context
+    bad("k3s", "gpushare:verify.holdGiB=7.5", key="gpushare:verify.holdGiB"),
 ]  # fmt: skip
 
 GOOD = [
@@ -439,7 +441,7 @@ GOOD = [
     ("gke", "gpushare:gke.kubernetesVersion=1.36."),
     ("gke", "gpushare:verify.podPrefix=" + "p" * 61),
     ("gke", "gpushare:verify.namespace=" + "n" * 63),
-    ("gke", "gpushare:verify.holdGiB=4"),  # 4096 MiB fits the 4147 MiB KAI quota
+    ("gke", "gpushare:verify.holdGiB=3.95"),  # 4045 MiB: the 4147 MiB KAI quota less a T4's 102 MiB context
     ("gke", "gpushare:verify.sweepGiB=[4.1]"),
     ("gke", "gpushare:imageRegistry=registry.example.internal:5000/mirror"),
     ("gke", "gpushare:verify.probeImage=ghcr.io/org/python@sha256:" + "a" * 64),
@@ -449,7 +451,7 @@ GOOD = [
     ("k3s", "gpushare:vm.allowedSourceRanges=['2001:db8::/32', 203.0.113.7/32]"),
     ("k3s", "gpushare:k3s.nodeName=gpu-1.example.com"),
     ("k3s", "gpushare:hami.deviceSplitCount=3"),
-    ("k3s", "gpushare:verify.holdGiB=7.5"),
+    ("k3s", "gpushare:verify.holdGiB=7.38"),  # 8000 MiB less the RTX PRO 6000's 437 MiB context
     ("k3s", "gpushare:toolkit=host", "gpushare:sharing=hami"),
     ("k3s", *HOST, f"gpushare:host.privateKey={{secure: {SEALED}}}"),
     ("k3s", *HOST, "gpushare:host.port=2222", "gpushare:host.user=admin", "gpushare:host.address=gpu-host.lan"),

@@ -101,7 +101,8 @@ def test_every_environment_variable_the_page_names_is_read_where_it_says() -> No
     assert "PULUMI_K8S_DELETE_UNREACHABLE" in TEXT and "PULUMI_K8S_DELETE_UNREACHABLE" in sdk
     reader = (ROOT / "components" / "platform" / "guest_attributes.py").read_text()
     assert "GOOGLE_OAUTH_ACCESS_TOKEN" in TEXT and "GOOGLE_OAUTH_ACCESS_TOKEN" in reader
-    assert "gcp:credentials" in TEXT and "gcp:credentials" not in reader  # what the page says it does not read
+    token = (ROOT / "components" / "platform" / "google_token.py").read_text()
+    assert "GOOGLE_CREDENTIALS" in TEXT and "GOOGLE_CREDENTIALS" in token  # the provider's credentials, read too
 
 
 def test_every_urn_the_page_names_is_a_resource_the_plan_has(plan_stack: Any) -> None:

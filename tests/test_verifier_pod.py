@@ -76,6 +76,11 @@ def applied(tmp_path: Path, stack: str, message: str | None, overrides: list[str
 # --- the Pod and its RBAC ----------------------------------------------------------------------------------
 
 
+
+def planned(contract: Any) -> list[str]:
+    """The contract's checks and, where a memory quota is set (every contract here), `allocation-paths` after them."""
+    return [*contract.checks, "allocation-paths"]
+
 def test_verifier_pod_is_waited_for_until_its_container_terminated_or_the_scheduler_refused_it(
     plans: dict[str, Plan],
 ) -> None:
@@ -149,7 +154,7 @@ def test_verifier_env_carries_the_expectations(plans: dict[str, Plan]) -> None:
     assert expect["pendingReason"] == "CardInsufficientMemory"
     assert (expect["visibleMiB"], expect["limitBytes"]) == (8000, 8000 * 2**20)
     assert expect["limitEnv"] == {"CUDA_DEVICE_MEMORY_LIMIT_0": "8000m"}
-    assert expect["checks"] == list(HAMI_K3S.checks)
+    assert expect["checks"] == planned(HAMI_K3S)
     assert expect["wholeGpuPod"] is None and expect["monitor"] is None
     gke = expect_of(plans["gke"])
     assert gke["monitor"] == {
@@ -174,7 +179,7 @@ def test_preview_lists_planned_checks_and_claims_none(plans: dict[str, Plan]) ->
     for stack, contract in (("k3s", HAMI_K3S), ("gke", KAI_GKE)):
         verification = plans[stack].outputs["verification"]
         assert verification["passed"] is None
-        assert [c["id"] for c in verification["checks"]] == list(contract.checks)
+        assert [c["id"] for c in verification["checks"]] == planned(contract)
         assert all(c["passed"] is None and c["observed"] is None for c in verification["checks"])
         assert all(c["expected"] for c in verification["checks"])
         assert verification["findings"] == []
@@ -199,7 +204,7 @@ def test_applied_verdict_is_expanded_from_the_termination_message(tmp_path: Path
     plan = applied(tmp_path, "k3s", verdict(expect, ghostQuota=[ghost]))
     verification = plan.outputs["verification"]
     assert verification["passed"] is True
-    assert [c["id"] for c in verification["checks"]] == list(HAMI_K3S.checks)
+    assert [c["id"] for c in verification["checks"]] == planned(HAMI_K3S)
     assert all(c["passed"] is True and c["observed"] == f"observed {c['id']}" for c in verification["checks"])
     assert all(c["title"] and c["expected"] for c in verification["checks"])
     assert plan.outputs["ghostQuota"] == [ghost]

@@ -13,12 +13,13 @@ Standard library only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..expectation import Expectation
 from . import ties
 from .devices import Devices, devices
 from .lines import PROBES, STEPS, read_log
+from .oom_lines import OomLines
 from .object_schema import AUDIT, NODE, POD
 from .parse import monitor_samples, parse_allocation, parse_node_register, parse_nvidia_smi_memory, parse_oom_lines
 from .pods import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
@@ -28,23 +29,6 @@ from .strict import NotJudgeable, duplicates, instant, shown
 READS = ("pods", "memory", "compute", "nodes", "metrics", "overcommit", "whole-gpu", "quota-pods", "fault", "bandwidth",
          "allocation")  # fmt: skip
 """What a check may declare it reads (checks/registry.py); `parts` names the evidence each one covers."""
-
-
-class OomLines(NamedTuple):
-    """A Pod's HAMi-core OOM lines as the record reads them (Record.oom_lines)."""
-
-    in_json: list[str]
-    """The lines its memory probe's JSON holds (its own process's and its children's, under provenance)."""
-    in_log: list[str]
-    """The lines its log holds beside the probe's JSON (the library's own, replayed by the probe)."""
-    own_pid: int | None
-    """The pid the probe reports for itself (provenance), else None."""
-    foreign: int
-    """How many lines named a process that is neither the probe nor its child (not counted)."""
-    parsed: list[dict[str, int]]
-    """`in_json` parsed: each line's device, usage + request and limit, in bytes."""
-    own: list[dict[str, int]]
-    """The lines of the probe's own process parsed (its pid; before provenance, the first line's pid and thread)."""
 
 
 class Record:
