@@ -19,8 +19,8 @@ from ..expectation import Expectation
 from . import ties
 from .devices import Devices, devices
 from .lines import PROBES, STEPS, read_log
-from .oom_lines import OomLines
 from .object_schema import AUDIT, NODE, POD
+from .oom_lines import OomLines
 from .parse import monitor_samples, parse_allocation, parse_node_register, parse_nvidia_smi_memory, parse_oom_lines
 from .pods import DEFAULT_ALLOCATION_ANNOTATION, ghost_quota, waiting_reason
 from .schema import validate
