@@ -76,10 +76,10 @@ def applied(tmp_path: Path, stack: str, message: str | None, overrides: list[str
 # --- the Pod and its RBAC ----------------------------------------------------------------------------------
 
 
-
 def planned(contract: Any) -> list[str]:
     """The contract's checks and, where a memory quota is set (every contract here), `allocation-paths` after them."""
     return [*contract.checks, "allocation-paths"]
+
 
 def test_verifier_pod_is_waited_for_until_its_container_terminated_or_the_scheduler_refused_it(
     plans: dict[str, Plan],

@@ -69,6 +69,9 @@ PATH = Obj(
         "nvml_used_mib": Field(Maybe(MiB), doc="what NVML says the whole card holds"),
         "plain_after_ok": Field(Maybe(Bool()), doc="whether one plain cuMemAlloc of a step still fitted beside it"),
         "plain_after_error": Field(Maybe(Str())),
+        "free_error": Field(
+            Maybe(Str()), required=False, doc="why giving back what it held failed (a library that never charged it)"
+        ),
     },
     invariants=(
         Invariant("ok-without-error", "a path that says ok reports no error", ok_without_error),

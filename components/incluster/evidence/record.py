@@ -353,8 +353,11 @@ class Record:
         count; before it, all."""
         results = self.results.get(name) or {}
         in_json = [str(x).strip() for x in (self.memory(name) or {}).get("hami_oom_lines") or []]
-        in_log = list(self.log_lines.get(name) or [])
-        pids = ties.own_pids(results.values()) if self.expect.provenance else None
+        # The allocation step's OOM lines are its own record's (allocation-paths), never the memory probe's account.
+        step = ties.own_pids([results["allocation"]]) if "allocation" in results else None
+        in_log = [x for x in self.log_lines.get(name) or [] if not step or ties.line_pid(x) not in step]
+        others = [r for probe, r in results.items() if probe != "allocation"]
+        pids = ties.own_pids(others) if self.expect.provenance else None
         if pids is None:
             first = in_json[0].split(")]:")[0] if in_json else ""
             own_lines = parse_oom_lines(x for x in in_json if first and x.startswith(first))

@@ -257,6 +257,19 @@ def take_in_steps(door: Door, ask_mib: int, step_mib: int) -> tuple[list[Callabl
     return held, got, steps, refused
 
 
+def give_back_all(held: list[Callable[[], None]]) -> str | None:
+    """Free every step; the first failure is returned, not raised: what the path took is measured already."""
+    # HAMi-core's cuMemFreeAsync frees only what its allocator charged (src/cuda/memory.c:632-641, free_raw_async),
+    # so memory from a door it does not hook comes back as CUDA_ERROR -1: a finding, not a lost measurement.
+    failure = None
+    for give_back in reversed(held):
+        try:
+            give_back()
+        except CudaError as exc:
+            failure = failure or str(exc)
+    return failure
+
+
 def try_path(cuda: Cuda, nvml: Any, path: str, ask_mib: int, step_mib: int) -> dict[str, Any]:
     """Fill one path's answer: what it got, the view and NVML while held, and whether a plain allocation fits."""
     answer: dict[str, Any] = new_answer(path, ask_mib, step_mib)
@@ -275,8 +288,7 @@ def try_path(cuda: Cuda, nvml: Any, path: str, ask_mib: int, step_mib: int) -> d
     answer["plain_after_ok"] = plain is not None
     if plain is not None:
         cuda.free(plain)
-    for give_back in reversed(held):
-        give_back()
+    answer["free_error"] = give_back_all(held)
     door.close()
     answer["ok"] = True
     return answer
@@ -287,7 +299,7 @@ def new_answer(path: str, ask_mib: int, step_mib: int) -> dict[str, Any]:
     return {"path": path, "ok": False, "error": None, "cuda_error": None, "pid": os.getpid(), "asked_mib": ask_mib,
             "step_mib": step_mib, "got_mib": 0, "steps": 0, "refused_with": None, "view_total_mib": None,
             "view_free_mib": None, "nvml_process_mib": None, "nvml_used_mib": None, "plain_after_ok": None,
-            "plain_after_error": None}  # fmt: skip
+            "plain_after_error": None, "free_error": None}  # fmt: skip
 
 
 def child_main(path: str, ask_mib: int, step_mib: int, cuda: Cuda | None = None, nvml: Any = None) -> int:

@@ -13,11 +13,12 @@ from typing import Any
 
 from components.incluster import judge
 from components.incluster.checks.neighbours import BANDWIDTH_FINDING_ID, FAULT_ISOLATION_ID
+from components.incluster.evidence import ties
 from components.incluster.evidence.timeline import around
 from components.incluster.expectation import Expectation
 
-POD_ORDER = ("fault", "bandwidth", "compute", "memory")
-"""A proof Pod's probes in the order it ran them (ties.POD_ORDER): its log as the verifier reads it."""
+POD_ORDER = ties.POD_ORDER
+"""A proof Pod's probes in the order it ran them: its log as the verifier reads it (one list, the record's)."""
 FOLDER = "neighbour-steps"
 
 

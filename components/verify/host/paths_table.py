@@ -67,6 +67,8 @@ def cell(result: Mapping[str, Any] | None, path: str) -> str:
     got = found["got_mib"]
     plain = "" if found.get("plain_after_ok") is None else ("; cuMemAlloc after: fits" if found["plain_after_ok"]
                                                             else "; cuMemAlloc after: refused")  # fmt: skip
+    if found.get("free_error"):
+        plain += "; its free failed"
     if quota is not None and got > quota:
         return f"**took {got} MiB**{plain}"
     return f"held ({got} MiB, then {found.get('refused_with') or 'nothing refused'}){plain}"
