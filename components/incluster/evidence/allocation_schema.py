@@ -70,7 +70,7 @@ PATH = Obj(
         "plain_after_ok": Field(Maybe(Bool()), doc="whether one plain cuMemAlloc of a step still fitted beside it"),
         "plain_after_error": Field(Maybe(Str())),
         "free_error": Field(
-            Maybe(Str()), required=False, doc="why giving back what it held failed (a library that never charged it)"
+            Maybe(Str()), required=False, doc="why giving it back failed (a library that never charged it)"
         ),
     },
     invariants=(
