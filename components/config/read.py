@@ -159,6 +159,7 @@ def first_error(err: ValidationError, variant: type[Stack]) -> ConfigError:
         "int_parsing": f"{shown} is not a whole number; give one such as 3",
         "int_type": f"{shown} is not a whole number; give one such as 3",
         "int_from_float": f"{shown} is not a whole number; give one such as {_round(e.get('input'))}",
+        "int_parsing_size": f"{shown} is far too large a number; see `{full_key}`'s bounds in docs/configuration.md",
         "float_parsing": f"{shown} is not a number; give one such as 3",
         "float_type": f"{shown} is not a number; give one such as 3",
         "finite_number": f"{shown} is not a finite number; give one such as 3",

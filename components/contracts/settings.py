@@ -118,7 +118,8 @@ Registry = Annotated[str, BeforeValidator(_text), AfterValidator(validate.regist
 LinuxUser = Annotated[str, BeforeValidator(_text), AfterValidator(validate.linux_user)]
 AbsolutePath = Annotated[str, BeforeValidator(_text), AfterValidator(validate.absolute_path)]
 Port = Annotated[int, BeforeValidator(_no_yes_no), AfterValidator(validate.port)]
-FiniteGiB = Annotated[float, BeforeValidator(_no_yes_no), Field(gt=0, allow_inf_nan=False)]
+# At most 256 GiB: gpu.memoryMiB's own bound (262144 MiB); a larger figure fits no card, and 1e308 overflows MiB.
+FiniteGiB = Annotated[float, BeforeValidator(_no_yes_no), Field(gt=0, le=256, allow_inf_nan=False)]
 HourlyUsd = Annotated[float, BeforeValidator(_no_yes_no), Field(ge=0, le=10_000, allow_inf_nan=False)]
 
 
