@@ -430,9 +430,9 @@ BAD = [
     bad("gke", "gpushare:gpu.memoryMiB=1500", "gpushare:verify.sliceMiB=null", key="gpushare:gpu.memoryMiB"),
     bad("gke", "gpushare:sharing=mps", "gpushare:kai=null", "gpushare:isolator=null", "gpushare:gkeCdi=null",
         "gpushare:verify.sliceMiB=null", "gpushare:verify.extraGiB=1", key="gpushare:verify.extraGiB"),
-    bad("gke", "gpushare:verify.holdGiB=4", key="gpushare:verify.holdGiB"),
+    bad("gke", "gpushare:verify.holdGiB=4", key="gpushare:verify.holdGiB"),  # no room beside the T4's context
     bad("cluster", "gpushare:verify.holdGiB=1e308", key="gpushare:verify.holdGiB"),  # was an OverflowError
-    bad("cluster", "gpushare:verify.sweepGiB=[1e308]", key="gpushare:verify.sweepGiB[0]"),  # no room beside the T4's context
+    bad("cluster", "gpushare:verify.sweepGiB=[1e308]", key="gpushare:verify.sweepGiB[0]"),
     bad("k3s", "gpushare:verify.holdGiB=7.5", key="gpushare:verify.holdGiB"),
 ]  # fmt: skip
 
