@@ -260,6 +260,11 @@ def host_problem(host: str) -> str | None:
     """Why `host` is neither an IP address nor a DNS name, or None. A name whose last label is a number is read as
     IPv4 (WHATWG URL host parser, "ends in a number"), so `256.1.1.1` and `192.0.2` are broken addresses."""
     if _is_ip(host.strip("[]")):
+        if ipaddress.ip_address(host.strip("[]").partition("%")[0]).is_unspecified:
+            return (
+                f"{quoted(host)} is the unspecified address, which a server listens on, not one to connect "
+                "to; give the host's own address"
+            )
         return None
     if not host:
         return "names no host"
@@ -282,8 +287,17 @@ def linux_user(value: str) -> str:
 
 
 def host_address(value: str) -> str:
-    """An IP address or a DNS name that SSH can dial."""
-    problem = host_problem(value)
+    """An IP address or a DNS name that SSH can dial: an IPv6 address bare (Go's net.JoinHostPort adds the brackets
+    when the SSH connection is dialled, so `[::1]` would become `[[::1]]:22`), a trailing dot a fully qualified name."""
+    if value.startswith("[") and value.endswith("]") and _is_ip(value[1:-1]):
+        raise ValueError(
+            f"{quoted(value)}: give the IPv6 address without brackets ({value[1:-1]}); the port is host.port"
+        )
+    host, colon, port = value.rpartition(":")
+    if colon and port.isdigit() and host.count(":") == 0 and not host_problem(host):
+        raise ValueError(f"{quoted(value)}: give the address alone ({host}) and the port as gpushare:host.port")
+    name = value[:-1] if value.endswith(".") and not value.endswith("..") and not _is_ip(value[:-1]) else value
+    problem = host_problem(name)
     if problem:
         raise ValueError(problem)
     return value

@@ -205,7 +205,8 @@ def point_kubeconfig_at(kubeconfig: str, server: str) -> str:
 
 def api_server(address: str) -> str:
     """The API server URL on the host's reachable address."""
-    host = f"[{address}]" if ":" in address else address
+    # An IPv6 zone's '%' is written %25 in a URL (RFC 6874), which Go's url.Parse requires of a kubeconfig server.
+    host = f"[{address.replace('%', '%25')}]" if ":" in address else address
     return f"https://{host}:{API_PORT}"
 
 
