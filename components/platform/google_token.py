@@ -102,15 +102,20 @@ def assertion(key: Mapping[str, str], now: float) -> str:
     return f"{signing}.{_b64url(rs256(signing.encode(), key['private_key']))}"
 
 
-def http_post(url: str, form: dict[str, str]) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), method="POST")
+def exchange(request: urllib.request.Request, unreachable: Callable[[str], Exception]) -> tuple[int, bytes]:
+    """One HTTP exchange: (status, body) for any answer; `unreachable(why)` raised where no answer came."""
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status, answer.read()
     except urllib.error.HTTPError as err:
         return err.code, err.read()
     except (urllib.error.URLError, TimeoutError) as err:
-        raise CredentialsError(f"the token endpoint {url} is unreachable ({getattr(err, 'reason', err)})") from None
+        raise unreachable(str(getattr(err, "reason", err))) from None
+
+
+def http_post(url: str, form: dict[str, str]) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), method="POST")
+    return exchange(request, lambda why: CredentialsError(f"the token endpoint {url} is unreachable ({why})"))
 
 
 def _exchange(url: str, form: dict[str, str], post: Post, where: str) -> str:

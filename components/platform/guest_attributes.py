@@ -116,13 +116,7 @@ def read(
 
 def http_fetch(url: str, token: str) -> tuple[int, bytes]:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read()
-    except (urllib.error.URLError, TimeoutError) as err:
-        raise NotYet(f"compute API unreachable ({getattr(err, 'reason', err)})") from None
+    return google_token.exchange(request, lambda why: NotYet(f"compute API unreachable ({why})"))
 
 
 def access_token(environ: dict[str, str], run: Callable[[list[str]], str]) -> str:
