@@ -240,6 +240,9 @@ BREAKS: dict[tuple[str, str], Break] = {
     ),
     ("compute", "judged-shape-window"): lambda r, k: r.update(window_s=r["window_s"] + k),
     ("compute", "compute-times-in-order"): lambda r, k: _swap(r, "started_at", "ended_at"),
+    ("compute", "lookup-agrees"): lambda r, k: r.update(lookup={
+        "lines": [f"[HAMI-core ERROR (pid:{k} thread=1 utils.c:158)]: host pid is error!"], "host_pid_found": True,
+        "context_at": r["started_at"]}),  # fmt: skip
     ("compute", "findings-once"): lambda r, k: _twice(r["findings"], k),
 }
 

@@ -65,15 +65,15 @@ def test_the_host_runs_each_pods_fault_and_bandwidth_steps_first_with_its_own_wi
     cluster: dict[str, Any], tmp_path: Path
 ) -> None:
     pods = cluster["pods"]
-    assert list(pods["gpu-slice-a"]) == ["fault", "bandwidth", "allocation_paths", "compute", "memory"]  # its order
+    assert list(pods["gpu-slice-a"]) == ["fault", "bandwidth", "compute", "allocation_paths", "memory"]  # its order
     assert list(pods["gpu-slice-b"]) == ["fault", "bandwidth", "allocation_paths", "memory"]
     options = HostOptions(setup="hami-core", workdir=tmp_path, lib="/x/libvgpu.so", stagger_seconds=3.0)
     env = pod_env(cluster["expect"], options, "gpu-slice-b")
-    steps = pod_steps(pods["gpu-slice-b"], env, options, ["--baseline", "b.json"])
+    steps = pod_steps(pods["gpu-slice-b"], env, options, ["--baseline", "b.json"], computes=True)
     modules = [argv[2] for argv, _ in steps]
-    order = ("fault", "bandwidth", "allocation_paths", "compute", "memory")
+    order = ("fault", "bandwidth", "compute", "allocation_paths", "memory")
     assert modules == [f"components.incluster.probes.{p}" for p in order]
-    assert steps[2][0][-2:] == ["--mechanism", "hami-core"]  # the allocation step told the host's mechanism
+    assert steps[3][0][-2:] == ["--mechanism", "hami-core"]  # the allocation step told the host's mechanism
     assert all(step_env is env for _, step_env in steps)  # one container: one cache file for every step
     fault_argv, hog_argv = steps[0][0], steps[1][0]
     host = phases.host(3.0)
@@ -240,8 +240,9 @@ def test_recorded_outputs_have_exactly_the_keys_the_probes_print(probe: str, tmp
     printed = json.loads(done.stdout.splitlines()[-1])
     for record in ("cluster-hami-core", "cluster-mps", "cluster-bare", "gke-hami-core", "k3s-hami-core"):
         for pod, outputs in real_fixtures.real_outputs(record).items():
-            if probe in outputs:  # recorded before the probes printed their Pod (`pod`, provenance.block)
-                assert set(outputs[probe]) == set(printed) - {"pod"}, (record, pod)
+            if probe in outputs:  # recorded before the probes printed their Pod (`pod`) and the lookup (`lookup`)
+                assert set(outputs[probe]) == set(printed) - {"pod", "lookup"}, (record, pod)
+    assert probe != "compute" or "lookup" in printed
     assert set(printed["pod"]) == {"name", "uid", "namespace", "node", "pid", "children"}
 
 

@@ -162,10 +162,10 @@ def test_pod_a_measures_as_the_neighbour_then_compute_and_pod_b_faults_and_hogs_
     a, b = steps(plans["cluster"], "pod-a"), steps(plans["cluster"], "pod-b")
     assert [s[:3] for s in a] == [["python3", "-m", "incluster.probes.fault"],
                                   ["python3", "-m", "incluster.probes.bandwidth"],
-                                  ["python3", "-m", "incluster.probes.allocation_paths"],
                                   ["python3", "-m", "incluster.probes.compute"],
+                                  ["python3", "-m", "incluster.probes.allocation_paths"],
                                   ["python3", "-m", "incluster.probes.memory"]]  # fmt: skip
-    assert a[3][3:] == ["--json", "--seconds", "20", "--baseline", "child"]
+    assert a[2][3:] == ["--json", "--seconds", "20", "--baseline", "child"]
     assert flag(a[0], "--role") == "neighbour" and flag(a[1], "--role") == "neighbour"
     # Only A measures compute: B would compete for the SMs and spoil both numbers.
     assert probes_run(plans["cluster"], "pod-b") == [

@@ -73,13 +73,14 @@ def host(stagger_s: float) -> Phases:
     return phases(stagger_s + HOST_DRIFT_S, init_s=HOST_INIT_S)
 
 
-def memory_delay(baseline_s: float, lead_s: float = CLUSTER_LEAD_S, init_s: float = INIT_S) -> float:
-    """How long a Pod that does not compute waits before its memory step, which starts with the computing Pod's
-    compute step (both follow the same-length neighbour steps), give or take B's lead: HAMi-core takes a process's
-    host PID to be the first PID new on the card across its own context's creation (src/utils.c: set_task_pid,
-    getextrapid), so a context of ours made in that instant hands the limiter another process's PID and the limit
-    does not hold (docs/host-proof/h200/final-26: share 0.98 at SM 40 and 60 whenever B's memory process started
-    first). The limited process makes its context after its baseline child (`baseline_s`) and its own start."""
+def lookup_delay(baseline_s: float, lead_s: float = CLUSTER_LEAD_S, init_s: float = INIT_S) -> float:
+    """How long a Pod that does not compute waits before its next step (allocation paths, or memory), which starts
+    with the computing Pod's compute step (both follow the same-length neighbour steps), give or take B's lead:
+    HAMi-core takes a process's host PID to be the one PID new on the card across its own context's creation
+    (src/utils.c: set_task_pid, getextrapid), so a process of ours that starts or leaves in that instant hands the
+    limiter no PID or another's, and the limit does not hold (docs/host-proof/h200/final-26: share 0.98 at SM 40 and
+    60 whenever B's memory process started first; docs/host-proof/h100: 1.00 when B's allocation step ended as A's
+    compute started). The limited process makes its context after its baseline child (`baseline_s`) and its start."""
     if baseline_s < 0 or lead_s < 0 or init_s < 0:
         raise ValueError(f"baseline_s, lead_s and init_s are seconds ≥ 0 (got {baseline_s}, {lead_s}, {init_s})")
     return round(lead_s + init_s + baseline_s + init_s + MARGIN_S, 1)

@@ -50,8 +50,9 @@ GRACE_SECONDS = 5
 WAIT_ENDED = {"pulumi.com/waitFor": "jsonpath={.status[?@ == 'Succeeded' || @ == 'Failed']}"}
 BASELINE_CHILD_S = len(compute.SHAPES) * (compute.BASELINE_WARMUP_S + compute.BASELINE_SECONDS)
 """How long Pod A's `--baseline child` measures before its limited process makes its own context."""
-COMPUTE_LOOKUP_DELAY_S = neighbour_phases.memory_delay(BASELINE_CHILD_S)
-"""Pod B's wait before its memory step, while Pod A's limited compute process finds its host PID."""
+COMPUTE_LOOKUP_DELAY_S = neighbour_phases.lookup_delay(BASELINE_CHILD_S)
+"""Pod B's wait before its first step after the neighbour steps, while Pod A's limited compute process finds its
+host PID."""
 BASE_ENV = {
     "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
     # The verifier reads results from the log while the probe still holds memory: no buffered lines.
@@ -156,9 +157,10 @@ def compute_command(probes: ProbeSettings) -> list[str]:
     return incluster.pod_command(f"{PROBES}.compute", "--json", "--seconds", seconds, "--baseline", "child")
 
 
-def allocation_command(probes: ProbeSettings) -> list[str]:
+def allocation_command(probes: ProbeSettings, delay_s: float = 0.0) -> list[str]:
     """The allocation-paths step: every CUDA door asked past the quota, each in a fresh process."""
-    return module_command("allocation_paths", "--expect-limit-mib", str(probes.expect_limit_mib))
+    delay = ["--delay", f"{delay_s:g}"] if delay_s else []
+    return module_command("allocation_paths", *delay, "--expect-limit-mib", str(probes.expect_limit_mib))
 
 
 def module_command(probe: str, *args: str) -> list[str]:
@@ -204,15 +206,18 @@ def try_command(probes: ProbeSettings) -> list[str]:
 
 def container_command(probes: ProbeSettings, *, pod: Literal["a", "b"]) -> list[str]:
     """Both Pods run the fault and bandwidth steps first (A measures, B disturbs), then A measures compute (where a
-    share is asked), then each runs the memory probe, which holds its quota until the Pod is deleted. Compute after
-    the neighbour steps: B's fault and hog never fall inside A's compute window, whenever B started."""
+    share is asked), then each tries the allocation paths (where a memory quota is expected) and runs the memory
+    probe, which holds its quota until the Pod is deleted. Compute straight after the neighbour steps: B's fault and
+    hog never fall inside A's compute window, whenever B started; B's next step waits out A's host-PID lookup."""
     steps = neighbour_commands(probes.phases, pod)
-    if probes.allocation_paths and probes.expect_limit_mib is not None:  # both Pods: B's waits stay A's
-        steps.append(allocation_command(probes))
     computes = probes.cores_percent is not None
     if pod == "a" and computes:
         steps.append(compute_command(probes))
-    memory = memory_command(probes, COMPUTE_LOOKUP_DELAY_S if pod == "b" and computes else 0.0)
+    wait = COMPUTE_LOOKUP_DELAY_S if pod == "b" and computes else 0.0
+    if probes.allocation_paths and probes.expect_limit_mib is not None:
+        steps.append(allocation_command(probes, wait))
+        wait = 0.0  # B's allocation step already started after A's lookup
+    memory = memory_command(probes, wait)
     # `;` not `&&`: a failed step is a result to report, and the memory proof must still run.
     return ["/bin/sh", "-c", "; ".join([*map(shlex.join, steps), f"exec {shlex.join(memory)}"])]
 

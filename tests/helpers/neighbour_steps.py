@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from components.incluster.expectation import Expectation
@@ -21,9 +22,9 @@ NEIGHBOUR, DISTURBER = "gpushare-proof-a", "gpushare-proof-b"
 INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
-def outputs(run: str) -> dict[str, dict[str, Any]]:
+def outputs(run: str, folder: Path = FOLDER) -> dict[str, dict[str, Any]]:
     """{pod: {probe: result, …}} as the run's evidence.json holds them."""
-    return {p: o for p, o in json.loads((FOLDER / run / "evidence.json").read_text()).items() if p != "alone"}
+    return {p: o for p, o in json.loads((folder / run / "evidence.json").read_text()).items() if p != "alone"}
 
 
 def logs(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -31,21 +32,21 @@ def logs(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return neighbours.pod_logs(results)
 
 
-def expectation(run: str) -> Expectation:
-    """The run's own expectation, with fault-isolation, which its plan predates."""
-    folder = FOLDER / run
-    planned = record._expectation(folder, json.loads((folder / "verdict.json").read_text()))
-    return dataclasses.replace(planned, checks=(*planned.checks, "fault-isolation"))
+def expectation(run: str, folder: Path = FOLDER) -> Expectation:
+    """The run's own expectation, with fault-isolation, which the plan of the runs in FOLDER predates."""
+    planned = record._expectation(folder / run, json.loads((folder / run / "verdict.json").read_text()))
+    extra = () if "fault-isolation" in planned.checks else ("fault-isolation",)
+    return dataclasses.replace(planned, checks=(*planned.checks, *extra))
 
 
 def run(
-    name: str, edit: Callable[[dict[str, dict[str, Any]]], None] | None = None
+    name: str, edit: Callable[[dict[str, dict[str, Any]]], None] | None = None, folder: Path = FOLDER
 ) -> tuple[Expectation, dict[str, Any]]:
     """(expectation, evidence) of a recorded run, its probe results first edited by `edit` (pod → probe → result)."""
-    results = outputs(name)
+    results = outputs(name, folder)
     if edit is not None:
         edit(results)
-    return expectation(name), {"pods": logs(results)}
+    return expectation(name, folder), {"pods": logs(results)}
 
 
 def shifted(value: Any, seconds: float) -> Any:

@@ -159,6 +159,17 @@ def _share(name: str, r: Mapping[str, Any], m: Mapping[str, Any], base: Mapping[
     return share
 
 
+def _lookup_failed(name: str, r: Mapping[str, Any]) -> list[str]:
+    """A limited process HAMi-core found no host PID for: the library limits none of its launches."""
+    lookup = r.get("lookup") or {}
+    if lookup.get("host_pid_found") is not False:
+        return []
+    said = "; ".join(lookup.get("lines") or []) or "its lines were dropped to fit"
+    return [f"Pod {name}: HAMi-core found no host PID for the limited process ({said}), so it rate-limits none of"
+            " its launches (src/cuda/memory.c: cuLaunchKernel calls rate_limiter only when pidfound): a process"
+            " that starts while another joins or leaves the card runs unlimited"]  # fmt: skip
+
+
 def _compute_limited(rec: Record) -> Judgement:
     e = rec.expect
     if e.cores_percent is None:
@@ -183,6 +194,7 @@ def _compute_limited(rec: Record) -> Judgement:
             f" shape {r.get('share')}; {key}={limit} on {r.get('gpu_uuid')}; {delivered(m, base, target)}"
         )
         problems += not_ok(name, r)
+        problems += _lookup_failed(name, r)
         if r.get("judged_shape") not in (None, JUDGED_SHAPE):
             problems.append(f"Pod {name}: the probe judged {r.get('judged_shape')}; this check judges {JUDGED_SHAPE}")
         if str(limit) != str(e.cores_percent):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..probes.process import HOST_PID_FAILED
 from .probe_fields import ENV, FINDING, MECHANISM, POD, PRELOAD, UUID, findings_once, ok_without_error
 from .schema import Arr, Bool, Field, Int, Invariant, Map, Maybe, Num, Obj, Str, Time, in_order
 
@@ -89,6 +90,30 @@ BASELINE = Obj(
 )
 
 
+def _lookup_rule(r: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The lookup's verdict is its lines' (where they were kept), and exists only where HAMi-core limits the process."""
+    lookup = r.get("lookup")
+    if lookup is None:
+        return None
+    found = lookup["host_pid_found"]
+    if (found is None) != (r["mechanism"] != "hami-core"):
+        return "lookup.host_pid_found", f"{found} for a process limited by {r['mechanism']}"
+    lines = lookup.get("lines")
+    failed = lines is not None and any(mark in line for line in lines for mark in HOST_PID_FAILED)
+    if found is True and failed:
+        return "lookup.host_pid_found", "true, but HAMi-core's own line says it found no host PID"
+    return None
+
+
+LOOKUP = Obj(
+    {
+        "lines": Field(Arr(Str()), required=False, doc="HAMi-core's lines during cuInit (dropped first to fit)"),
+        "host_pid_found": Field(Maybe(Bool()), doc="whether HAMi-core found the host PID its compute limiter needs"),
+        "context_at": Field(Time(), doc="when cuInit, and with it the host-PID lookup, returned"),
+    }
+)
+
+
 def _judged_window(r: Mapping[str, Any]) -> tuple[str, str] | None:
     shape = (r.get("shapes") or {}).get(r.get("judged_shape") or "")
     if shape and (shape["window_s"], shape["warmup_s"]) != (r["window_s"], r["warmup_s"]):
@@ -121,6 +146,7 @@ COMPUTE = Obj(
         "share": Field(Maybe(Map(Maybe(Num(minimum=0))))),
         "findings": Field(Arr(FINDING)),
         "measured_by": Field(Maybe(Str())),
+        "lookup": Field(Maybe(LOOKUP), required=False, doc="the limited process's host-PID lookup (its cuInit)"),
         "started_at": Field(Time()),
         "ended_at": Field(Time()),
         "pod": POD,
@@ -130,7 +156,17 @@ COMPUTE = Obj(
         Invariant(
             "judged-shape-window", "the judged shape ran the window and warm-up the probe was asked", _judged_window
         ),
-        Invariant("compute-times-in-order", "started_at ≤ ended_at", in_order(("started_at", "ended_at"))),
+        Invariant(
+            "compute-times-in-order",
+            "started_at ≤ lookup.context_at ≤ ended_at",
+            in_order(("started_at", "lookup.context_at", "ended_at")),
+        ),
+        Invariant(
+            "lookup-agrees",
+            "host_pid_found is null exactly where HAMi-core does not limit, and false where"
+            " HAMi-core's kept line says it found no host PID",
+            _lookup_rule,
+        ),
         Invariant("findings-once", "each finding id once", findings_once),
     ),
     doc="the compute probe's JSON line (components/incluster/probes/compute.py)",

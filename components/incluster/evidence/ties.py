@@ -136,7 +136,7 @@ def sequence_problem(name: str, results: Mapping[str, Mapping[str, Any]]) -> Pro
     return None
 
 
-POD_ORDER = ("fault", "bandwidth", "allocation", "compute", "memory")
+POD_ORDER = ("fault", "bandwidth", "compute", "allocation", "memory")
 """A proof Pod's steps in the order it runs them (workloads.container_command, the host proof's pod_steps)."""
 STEP_PROBES = ("fault", "bandwidth")
 
@@ -170,6 +170,27 @@ def beside_compute(name: str, other: str, results: Mapping[str, Mapping[str, Any
             return "started_at", (
                 f"Pod {name}: its compute probe started at {compute['started_at']}, while Pod"
                 f" {other}'s {probe} step ran until {step['ended_at']}: it measured beside it"
+            )
+    return beside_lookup(name, other, compute, others)
+
+
+def beside_lookup(
+    name: str, other: str, compute: Mapping[str, Any], others: Mapping[str, Mapping[str, Any]]
+) -> Problem | None:
+    """No step of Pod `other` runs while Pod `name`'s limited process looks up its host PID (from its start to its
+    cuInit's return): HAMi-core takes the one PID new on the card across that instant (src/utils.c: getextrapid), so
+    a process of `other`'s starting or leaving then gives the limiter no PID, or the wrong one."""
+    context_at = (compute.get("lookup") or {}).get("context_at")
+    if context_at is None:
+        return None
+    start, end = instant(compute["started_at"], "c"), instant(context_at, "l")
+    for probe in POD_ORDER:
+        step = others.get(probe)
+        if step and instant(step["started_at"], "s") < end and instant(step["ended_at"], "e") > start:
+            return "lookup.context_at", (
+                f"Pod {name}'s limited process looked up its host PID from {compute['started_at']} to {context_at},"
+                f" while Pod {other}'s {probe} step ran ({step['started_at']} – {step['ended_at']}): a process"
+                " starting or leaving the card then hands HAMi-core's limiter no PID or the wrong one"
             )
     return None
 

@@ -40,7 +40,7 @@ from . import provenance
 from .compute_kernel import JUDGED_SHAPE, SHAPES, measure
 from .cuda import Cuda, ProbeError
 from .output import finding, fit_result, now_iso, print_result, record_error, say, touch, write_result_file
-from .process import mechanism_of, preload_evidence, reported_env
+from .process import captured_stderr, host_pid_lookup, mechanism_of, preload_evidence, reported_env
 
 TOLERANCE = 0.1
 """A shape whose share is within this of the limit is held to it; above limit + TOLERANCE it escaped."""
@@ -70,6 +70,7 @@ DROP_ORDER = (
     "baseline.shapes.few_long.timeline_per_s",
     "shapes.few_long.timeline_per_s",
     "shapes.long_many.timeline_per_s",
+    "lookup.lines",
     "preload",
     "findings",
     "shapes.short_many.timeline_per_s",
@@ -149,6 +150,13 @@ def lift_finding(fid: str, tried: str, child_share: float | None, own_share: flo
     return finding(fid, tried, observed, child_share >= LIFTED_RATIO * own_share)
 
 
+def lookup_finding(lookup: Mapping[str, Any]) -> dict[str, Any]:
+    """This process started while another joined or left the card: HAMi-core found no host PID, so no limit."""
+    tried = "this process's own start: HAMi-core's cuInit takes the one PID new on the card across its context"
+    return finding("host-pid-lookup", tried, f"no host PID found ({'; '.join(lookup['lines'])}): no launch of"
+                   " this process is rate-limited", True)  # fmt: skip
+
+
 def run_child(argv_tail: Sequence[str], env_overrides: Mapping[str, str], timeout: float) -> dict[str, Any]:
     """This probe again in a child with `env_overrides`; its JSON result, or ok false with why."""
     argv = [sys.executable, "-m", f"{__package__}.compute", "--json", *argv_tail]
@@ -222,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "sm_count": None, "env": env, "preload": preload, "mechanism": mechanism,
                               "limit_percent": limit, "judged_shape": JUDGED_SHAPE, "warmup_s": args.warmup,
                               "window_s": args.seconds, "calibration": {}, "shapes": {}, "baseline": None,
-                              "share": None, "findings": [], "measured_by": args.measured_by,
+                              "share": None, "findings": [], "measured_by": args.measured_by, "lookup": None,
                               "started_at": now_iso(), "ended_at": None}  # fmt: skip
 
     log = say
@@ -232,8 +240,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ProbeError(f"unknown shapes {unknown}; known: {', '.join(SHAPES)}")
         # The baseline first, alone: measured beside the limited run it would take the card from it.
         baseline = read_baseline(args.baseline, mechanism, wanted, log)
-        cuda = Cuda()
-        cuda.init()
+        lines: list[str] = []
+        with captured_stderr(lines):  # cuInit is where HAMi-core looks up this process's host PID (src/libvgpu.c)
+            cuda = Cuda()
+            cuda.init()
+        result["lookup"] = {**host_pid_lookup(lines, mechanism), "context_at": now_iso()}
+        if result["lookup"]["host_pid_found"] is False:
+            log(f"HAMi-core found no host PID for this process, so it limits none of its launches: {lines}")
+            result["findings"].append(lookup_finding(result["lookup"]))
         result["gpu_name"], result["gpu_uuid"] = cuda.name(), cuda.uuid()
         cuda.use_primary_context()
         result["sm_count"] = cuda.sm_count()
@@ -249,7 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if baseline is not None:
             result["share"] = shares(result["shapes"], baseline["shapes"])
             log(f"share of unlimited: {result['share']}")
-            result["findings"] = shape_findings(result["share"], limit, result["shapes"], mechanism, result["sm_count"])
+            result["findings"] += shape_findings(
+                result["share"], limit, result["shapes"], mechanism, result["sm_count"]
+            )
             result["findings"] += lift_findings(args, mechanism, limit, baseline, result["share"], log)
         result["ok"] = True
     except Exception as exc:  # a probe reports, never crashes: the verifier needs the JSON

@@ -64,7 +64,7 @@ SHAPES: dict[str, dict[str, Any]] = {
     "few_long": {"blocks": 2, "threads": 128, "target_ms": 100.0},
 }
 GIGA = 1e9
-FINDING_SHAPE_SECONDS = 4
+FINDING_SHAPE_SECONDS = 3
 FINDING_SHAPE_WARMUP_S = 1
 """The shapes that only findings read: held or escaping steadily (per second 0.47–0.48 and 0.39–0.49 of unlimited,
 H200), so a shorter window than the judged shape's bursts need."""

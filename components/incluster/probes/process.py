@@ -19,6 +19,12 @@ SM_LIMIT_PREFIX = "CUDA_DEVICE_SM_LIMIT"
 INDEXED = re.compile(rf"^({MEMORY_LIMIT_PREFIX}|{SM_LIMIT_PREFIX})(?:_(0|[1-9]\d*))?$")
 MPS_LIMIT_KEYS = ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
 OOM_LINE = re.compile(r"Device\s+(\d+)\s+OOM\s+(\d+)\s*/\s*(\d+)")
+HAMI_LINE = "[HAMI-core"
+HOST_PID_FAILED = ("host pid is error", "SET_TASK_PID FAILED", "Skipped host PID detection")
+"""HAMi-core's lines when cuInit found no host PID (src/utils.c: set_task_pid; src/libvgpu.c: postInit): it then
+never rate-limits a launch of this process (src/cuda/memory.c: cuLaunchKernel calls rate_limiter only if pidfound)."""
+LOOKUP_LINES = 6
+LOOKUP_LINE_CHARS = 200
 """HAMi-core's refusal line (src/allocator/allocator.c:52, oom_check): `Device <d> OOM <usage + request> / <limit>`."""
 
 
@@ -112,3 +118,12 @@ def parse_oom_line(line: str) -> tuple[int, int, int] | None:
         return None
     device, used, limit = (int(g) for g in match.groups())
     return device, used, limit
+
+
+def host_pid_lookup(lines: Sequence[str], mechanism: str) -> dict[str, Any]:
+    """What HAMi-core printed while cuInit looked up this process's host PID, and whether it found one (None where
+    HAMi-core does not limit this process): its own lines, a failure's first, at most LOOKUP_LINES, each cut."""
+    hami = [line for line in lines if HAMI_LINE in line]
+    failed = [line for line in hami if any(mark in line for mark in HOST_PID_FAILED)]
+    kept = [line[:LOOKUP_LINE_CHARS] for line in [*failed, *(x for x in hami if x not in failed)]][:LOOKUP_LINES]
+    return {"lines": kept, "host_pid_found": None if mechanism != "hami-core" else not failed}

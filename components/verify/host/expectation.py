@@ -43,8 +43,8 @@ NEEDS_CONTAINER_RUNTIME: dict[str, str] = {
 POD_PROBES = ("fault", "bandwidth", "allocation_paths", "memory", "compute")
 """The probes a proof Pod's command may run, as files (`/gpushare/memory.py`) or modules (`-m gpushare.fault`)."""
 HOST_ONLY_FLAGS = {"--result-file": 1, "--ready-file": 1, "--keep-holding": 1, "--delay": 1}
-"""Pod-only memory-probe flags (and how many values follow): a host process has no termination log or readiness,
-and a host's Pods start their memory steps together, once every compute step ended (runner.run_pods' `together`),
+"""Pod-only probe flags (and how many values follow): a host process has no termination log or readiness, and a
+host's Pods meet after their neighbour steps and before memory (runner.run_pods' `meets`, proof.LOOKUP_WAIT_S),
 where a cluster's Pod B waits out Pod A's host-PID lookup and keeps holding."""
 
 
@@ -115,8 +115,8 @@ def load(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def host_memory_argv(argv: Sequence[str], hold_seconds: int | None, mechanism: str) -> list[str]:
-    """The Pod's memory-probe arguments without the Pod-only flags, with the host's hold length and mechanism."""
+def without_host_only(argv: Sequence[str], hold_seconds: int | None = None) -> list[str]:
+    """A Pod's probe arguments without the Pod-only flags (HOST_ONLY_FLAGS), with the host's hold length if given."""
     out: list[str] = []
     skip = 0
     for word in argv:
@@ -131,7 +131,12 @@ def host_memory_argv(argv: Sequence[str], hold_seconds: int | None, mechanism: s
             skip = 1
             continue
         out.append(word)
-    return [*out, "--mechanism", mechanism]
+    return out
+
+
+def host_memory_argv(argv: Sequence[str], hold_seconds: int | None, mechanism: str) -> list[str]:
+    """The Pod's memory-probe arguments without the Pod-only flags, with the host's hold length and mechanism."""
+    return [*without_host_only(argv, hold_seconds), "--mechanism", mechanism]
 
 
 def host_phase_argv(probe: str, argv: Sequence[str], steps: Phases, mechanism: str) -> list[str]:

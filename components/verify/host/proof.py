@@ -35,10 +35,11 @@ from components.verify.host.runner import (
 )
 
 SETUPS = ("hami-core", "bare", "mps")
-BASELINE_SECONDS = 2
-BASELINE_WARMUP_S = 0.5
+BASELINE_SECONDS = 1
+BASELINE_WARMUP_S = 1.0
 """The baseline runs alone and unlimited: on the H200 its whole seconds lay within 0.4 % of each other (18,196 –
-18,268 over 3 s, tests/fixtures/cluster_evidence.json), so two of them give its mean, a second less a shape."""
+18,268 over 3 s, tests/fixtures/cluster_evidence.json), so one whole second after a whole second's warm-up gives its
+mean (its first second, warm-up included, came to 0.979 – 1.006 of it: docs/host-proof/h100, h200)."""
 PROCESS_TIMEOUT_S = 540
 
 
@@ -162,21 +163,40 @@ def pod_object(run: PodRun, identity: Mapping[str, str], read_at: float) -> dict
             "creationTimestamp": _iso(run.started), "readAt": _iso(read_at)}  # fmt: skip
 
 
-def pod_steps(argv: Mapping[str, Sequence[str]], env: dict[str, str], options: HostOptions,
-              compute_args: Sequence[str] | None) -> list[tuple[list[str], dict[str, str]]]:  # fmt: skip
+LOOKUP_WAIT_S = round(phases.HOST_INIT_S + phases.MARGIN_S, 1)
+"""On a host Pod B's allocation step waits this long after the Pods meet: Pod A's compute process looks up its host
+PID in its start (docs/host-proof.md), and the judge holds the record to it (evidence/ties.py, beside_lookup)."""
+
+
+def pod_steps(
+    argv: Mapping[str, Sequence[str]],
+    env: dict[str, str],
+    options: HostOptions,
+    compute_args: Sequence[str] | None,
+    computes: bool,
+) -> list[tuple[list[str], dict[str, str]]]:
     """One Pod's processes in the Pod's order, all with one env (one container, one HAMi-core cache file): its
     fault and bandwidth steps with the host's windows, compute where the plan has this Pod measure it (`compute_args`
-    given: Pod A, as in a cluster), then memory with the host's hold (the Pods start it together: run_pods)."""
+    given: Pod A, as in a cluster), the allocation paths (in the other Pods after A's host-PID lookup, where one
+    computes), then memory with the host's hold (the Pods meet before compute and before memory: run_pods)."""
     mech = "none" if options.setup == "bare" else mechanism(options.setup)
     steps = phases.host(options.stagger_seconds)
     out = [(probe(name, expectation.host_phase_argv(name, argv[name], steps, mech)), env)
            for name in ("fault", "bandwidth") if name in argv]  # fmt: skip
-    if "allocation_paths" in argv:  # after the neighbour steps, before compute (workloads.container_command)
-        out.append((probe("allocation_paths", [*argv["allocation_paths"], "--mechanism", mech]), env))
     if compute_args is not None:
         out.append((probe("compute", list(compute_args)), env))
+    if "allocation_paths" in argv:  # after compute (workloads.container_command)
+        wait = LOOKUP_WAIT_S if computes and compute_args is None else 0.0
+        args = [*expectation.without_host_only(argv["allocation_paths"]), "--mechanism", mech]
+        out.append((probe("allocation_paths", [*args, *(["--delay", f"{wait:g}"] if wait else [])]), env))
     memory_args = expectation.host_memory_argv(argv["memory"], options.hold_seconds, mechanism(options.setup))
     return [*out, (probe("memory", memory_args), env)]
+
+
+def meets(steps: Mapping[str, Sequence[object]], pods: Sequence[str], neighbour_steps: int) -> list[dict[str, int]]:
+    """Where the proof Pods wait for each other: after the neighbour steps (every process of theirs has left the card
+    before A's compute looks up its host PID) and before memory (the holds overlap)."""
+    return [{name: neighbour_steps for name in pods}, {name: len(steps[name]) - 1 for name in pods}]
 
 
 def context_charges(outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
@@ -233,15 +253,17 @@ def prove(
         compute_args += shapes_argv(options)
     computing = expectation.compute_pods(expect)
     steps = {name: pod_steps(argv, {**pod_env(expect, options, name), **identity_env(who[name])}, options,
-                             compute_args if name in computing else None)
+                             compute_args if name in computing else None, bool(computing))
              for name, argv in pods.items()}  # fmt: skip
+    neighbour_steps = sum(1 for step in ("fault", "bandwidth") if step in next(iter(pods.values()), {}))
+    pod_meets = meets(steps, list(pods), neighbour_steps)
     log(f"{host.get('stack')}: {len(pods)} proof Pods at once under {options.setup}")
     # A host of several cards: a whole-card process and a cross-card one beside the Pods (cards.py).
     who |= identities(cards.side_pods(options, expect), str(expect.get("namespace") or "gpushare-proof"), node)
     steps |= cards.side_steps(host, options, lambda n: pod_env(expect, options, n), lambda n: identity_env(who[n]),
                               mechanism(options.setup))  # fmt: skip
     pods_started = time.time()
-    runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds, together=pods)
+    runs = run_pods(steps, PROCESS_TIMEOUT_S, options.stagger_seconds, meets=pod_meets)
     pods_ended = time.time()
     objects = {n: pod_object(r, who[n], pods_ended) for n, r in runs.items()}
     evidence = {"pods": objects, "nodes": {}, "metrics": {}, "errors": []}

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,26 +102,25 @@ def run_pods(
     steps: Mapping[str, Sequence[tuple[list[str], Mapping[str, str]]]],
     timeout: float,
     stagger: float = 0.0,
-    together: Collection[str] = (),
+    meets: Sequence[Mapping[str, int]] = (),
 ) -> dict[str, PodRun]:
     """Every Pod's steps (argv, env) in order, the Pods at the same time (threads), as the two Pods of a node;
-    each Pod after the first starts `stagger` seconds after the one before (a cluster creates B after A). The Pods
-    named in `together` start their last step (memory) at once, when each has ended the steps before it: their
-    holds overlap as a cluster's kept holds do, and no new process meets a limited one's host-PID lookup."""
+    each Pod after the first starts `stagger` seconds after the one before (a cluster creates B after A). Each meet
+    names Pods and the step each waits before until all of them got there, every process before it ended: no new
+    process meets a limited one's host-PID lookup, and the holds overlap as a cluster's kept holds do."""
     runs = {name: PodRun(name) for name in steps}
     delays = {name: i * stagger for i, name in enumerate(steps)}
-    meet = [name for name in steps if name in together]
-    barrier = threading.Barrier(len(meet)) if meet else None
+    barriers = [(meet, threading.Barrier(len(meet))) for meet in meets if meet]
 
     def one(name: str) -> None:
         run = runs[name]
         time.sleep(delays[name])
         run.started = time.time()
-        last = len(steps[name]) - 1
         for i, (argv, env) in enumerate(steps[name]):
-            if barrier is not None and name in meet and i == last:
-                with contextlib.suppress(threading.BrokenBarrierError):  # a Pod stuck past the timeout: go on
-                    barrier.wait(timeout * len(steps[name]))
+            for meet, barrier in barriers:
+                if meet.get(name) == i:
+                    with contextlib.suppress(threading.BrokenBarrierError):  # a Pod stuck past the timeout: go on
+                        barrier.wait(timeout * len(steps[name]))
             code, out, err = run_process(argv, env, timeout)
             run.exit_codes.append(code)
             run.logs += out + ("\n" if out and not out.endswith("\n") else "") + err
