@@ -204,6 +204,11 @@ def _charge(r: dict[str, Any]) -> dict[str, Any]:
     return next(f for f in r["findings"] if f["id"] == "context-charge")
 
 
+def _found_beside_failure(pid: int, at: str) -> dict[str, Any]:
+    line = f"[HAMI-core ERROR (pid:{pid} thread=1 utils.c:158)]: host pid is error!"
+    return {"lines": [line], "host_pid_found": True, "context_at": at}
+
+
 Break = Callable[[dict[str, Any], int], None]
 BREAKS: dict[tuple[str, str], Break] = {
     ("memory", "ok-without-error"): lambda r, k: r.update(error=f"error {k}"),
@@ -240,9 +245,7 @@ BREAKS: dict[tuple[str, str], Break] = {
     ),
     ("compute", "judged-shape-window"): lambda r, k: r.update(window_s=r["window_s"] + k),
     ("compute", "compute-times-in-order"): lambda r, k: _swap(r, "started_at", "ended_at"),
-    ("compute", "lookup-agrees"): lambda r, k: r.update(lookup={
-        "lines": [f"[HAMI-core ERROR (pid:{k} thread=1 utils.c:158)]: host pid is error!"], "host_pid_found": True,
-        "context_at": r["started_at"]}),  # fmt: skip
+    ("compute", "lookup-agrees"): lambda r, k: r.update(lookup=_found_beside_failure(k, r["started_at"])),
     ("compute", "findings-once"): lambda r, k: _twice(r["findings"], k),
 }
 
