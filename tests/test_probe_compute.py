@@ -206,7 +206,7 @@ def test_measure_gives_the_finding_shapes_their_short_window_and_the_judged_shap
     assert (shapes["short_many"]["warmup_s"], shapes["short_many"]["window_s"]) == (2, 20)
     assert len(shapes["short_many"]["timeline_per_s"]) == 22
     for name in ("long_many", "few_long"):
-        assert (shapes[name]["warmup_s"], shapes[name]["window_s"]) == (1, 3)  # whole seconds: the timeline is the window
+        assert (shapes[name]["warmup_s"], shapes[name]["window_s"]) == (1, 3)  # whole seconds
 
 
 def _baseline(env: dict[str, str], mapped: list[str]) -> dict[str, Any]:
