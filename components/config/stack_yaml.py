@@ -66,7 +66,7 @@ class Stamp(str):
 
 
 class LeadingZero(int):
-    """A plain integer with a leading 0 that yaml.v3 reads as octal (`017` is 15) and YAML 1.2 as decimal (17)."""
+    """An integer written with a leading 0 that yaml.v3 reads as octal (`017` is 15) and YAML 1.2 as decimal (17)."""
 
     written: str
 
