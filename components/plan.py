@@ -153,7 +153,8 @@ def _load_yaml(text: str, where: str) -> Any:
 
 
 def _program_value(value: Any, full_key: str) -> Any:
-    from components.config.stack_yaml import YamlError, as_program_sees, misread
+    from components.config.misread import misread
+    from components.config.stack_yaml import YamlError, as_program_sees
 
     try:
         seen = as_program_sees(value, full_key)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config.stack_yaml import YamlError, as_program_sees, load, misread
+from components.config.misread import misread
+from components.config.stack_yaml import YamlError, as_program_sees, load
 from components.plan import main
 from tests.conftest import ROOT
 

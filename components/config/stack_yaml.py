@@ -9,9 +9,9 @@ the plan resolves them as yaml.v3 does (go-yaml/yaml v3.0.1 resolve.go):
 - only true/True/TRUE and false/False/FALSE are booleans (resolve.go:52-53): `yes`, `no`, `on`, `off` stay text;
 - `1:30` stays text: no sexagesimal numbers (resolve.go:165);
 - integers are Go's `strconv.ParseInt(s, 0, 64)` with `_` removed (resolve.go:192): `0o17` is 15, `0x1F` is 31,
-  `08` is the float 8; `017` is 15 too, where YAML 1.2 reads 17, so the plan refuses it (`misread`);
+  `08` is the float 8; `017` is 15 too, where YAML 1.2 reads 17, so the plan refuses it (misread.py);
 - a date or timestamp (resolve.go:185, :294) is a time.Time, which would reach the program as Go's `Time.String()`
-  text, `2026-01-01 00:00:00 +0000 UTC` (object.go:490), so the plan refuses it (`misread`);
+  text, `2026-01-01 00:00:00 +0000 UTC` (object.go:490), so the plan refuses it (misread.py);
 - `.inf` and `.nan` are floats JSON cannot hold: `pulumi up` stops reading the file (`json: unsupported value`);
 - `!!binary` is its decoded text (decode.go:574); a key set twice in one mapping is an error (decode.go:776).
 
@@ -440,7 +440,7 @@ def as_program_sees(value: Any, where: str) -> Any:
     if isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("secure"), str):
             return value  # a secret: config.CiphertextSecret (object.go:541)
-        return {key_text(k): as_program_sees(v, f"{where}{_step(key_text(k))}") for k, v in value.items()}
+        return {key_text(k): as_program_sees(v, f"{where}{key_step(key_text(k))}") for k, v in value.items()}
     if isinstance(value, list):
         return [as_program_sees(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, (Stamp, LeadingZero)):
@@ -457,32 +457,8 @@ def as_program_sees(value: Any, where: str) -> Any:
     return value
 
 
-def misread(value: Any, where: str) -> tuple[str, str] | None:
-    """The first value `pulumi up` would hand the program otherwise than written (a date, a leading-zero integer),
-    as (its full key, the problem and fix), or None: `value` as load() decoded it, found at key `where`."""
-    if isinstance(value, dict):
-        if len(value) == 1 and isinstance(value.get("secure"), str):
-            return None
-        found = (misread(v, f"{where}{_step(key_text(k))}") for k, v in value.items())
-        return next((f for f in found if f), None)
-    if isinstance(value, list):
-        return next((f for f in (misread(v, f"{where}[{i}]") for i, v in enumerate(value)) if f), None)
-    if isinstance(value, Stamp):
-        return where, (
-            f"{value.written} is a date to `pulumi up` (gopkg.in/yaml.v3), which hands the program "
-            f"`{value}` instead; quote it ('{value.written}') to keep it as written"
-        )
-    if isinstance(value, LeadingZero):
-        decimal = int(value.written.replace("_", ""))
-        return where, (
-            f"{value.written} is octal {int(value)} to `pulumi up` (gopkg.in/yaml.v3 reads a leading 0 as octal), "
-            f"where YAML 1.2 reads {decimal}; write it without the leading zero ({decimal}), or as "
-            f"{'-' if value < 0 else ''}0o{abs(int(value)):o} for octal"
-        )
-    return None
-
-
-def _step(name: str) -> str:
+def key_step(name: str) -> str:
+    """`.name`, or `["a name"]` where a dot path cannot hold it: how a key's full name steps into a mapping."""
     return f".{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"[{name!r}]".replace("'", '"')
 
 
