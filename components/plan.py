@@ -153,12 +153,19 @@ def _load_yaml(text: str, where: str) -> Any:
 
 
 def _program_value(value: Any, full_key: str) -> Any:
+    from components.config.misread import misread
     from components.config.stack_yaml import YamlError, as_program_sees
 
     try:
-        return as_program_sees(value, full_key)
+        seen = as_program_sees(value, full_key)
     except YamlError as err:
         raise PlanInputError(str(err)) from None  # the message leads with the full key, as every refusal does
+    found = misread(value, full_key)
+    if found:
+        from components.config.kubeconfig import ConfigError
+
+        raise ConfigError(*found)
+    return seen
 
 
 def _config_key(text: str, where: str, *, path: bool) -> tuple[str, str]:

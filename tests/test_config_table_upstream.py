@@ -30,6 +30,9 @@ BAD = [
     bad("gke", "gpushare:verify.runId=!!binary '***'", key="gpushare:verify.runId"),
     bad("gke", "gpushare:gke.zone=on", key="gpushare:gke.zone"),
     bad("gke", "gpushare:platform=yes", key="gpushare:platform"),
+    bad("gke", "gpushare:verify.runId=2026-01-01", key="gpushare:verify.runId"),  # Go's time text: quote it
+    bad("gke", "gpushare:verify.runId=2026-01-01T10:00:00Z", key="gpushare:verify.runId"),
+    bad("gke", "gpushare:verify.holdSeconds=017", key="gpushare:verify.holdSeconds"),  # octal 15, not 17
     # --- keys as the Pulumi CLI parses them (pkg/cmd/pulumi/config/io.go:388, config/key.go:45) --------------
     bad("gke", "sliceMiB=999999", key="gpushare:sliceMiB"),
     bad("gke", ":verify.sliceMiB=1", key=":verify.sliceMiB"),
@@ -83,8 +86,7 @@ BAD = [
 
 GOOD = [
     # --- YAML: what PyYAML would have refused or read otherwise, and `pulumi up` takes ------------------------
-    ("gke", "gpushare:verify.runId=2026-01-01"),  # text: 2026-01-01 00:00:00 +0000 UTC
-    ("gke", "gpushare:verify.runId=2026-01-01T10:00:00Z"),
+    ("gke", "gpushare:verify.runId='2026-01-01'"),  # quoted: the text as written
     ("gke", "gpushare:verify.runId=!!binary cnVuLTE="),  # run-1
     ("gke", "gpushare:kai.queue=!!binary cnVuLTE="),
     ("gke", "gpushare:kai.namespace=on"),  # a namespace named on

@@ -135,10 +135,61 @@ def test_a_stack_file_key_in_the_empty_namespace_is_refused(tmp_path: Path) -> N
         read_stack_config("s", [], root)
 
 
-def test_a_date_in_the_stack_file_reaches_the_program_as_go_time_text(tmp_path: Path) -> None:
-    root = _stack(tmp_path, "config:\n  gpushare:platform: gke\n  gpushare:verify:\n    runId: 2026-01-01\n")
+def _refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str) -> str:
+    """The one line `python -m components.plan` prints for a gke stack file with `body` under config:."""
+    root = _stack(tmp_path, "config:\n  gpushare:platform: gke\n" + body)
+    assert main(["s", "--root", str(root)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1, err
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+# resolve.go:185/:294 makes a plain date a time.Time; object.go:490 hands the program its Time.String() text.
+@pytest.mark.parametrize(("body", "key", "written"), [
+    ("  gpushare:verify:\n    runId: 2026-12-07\n", "gpushare:verify.runId", "2026-12-07"),
+    ("  gpushare:verify:\n    runId: 2026-12-07T10:00:00Z\n", "gpushare:verify.runId", "2026-12-07T10:00:00Z"),
+    ("  gpushare:verify:\n    runId: 2026-1-1\n", "gpushare:verify.runId", "2026-1-1"),
+    ("  gpushare:verify:\n    runId: !!timestamp 2026-12-07\n", "gpushare:verify.runId", "2026-12-07"),
+    ("  gpushare:verify:\n    podPrefix: 2026-12-07\n", "gpushare:verify.podPrefix", "2026-12-07"),
+    ("  gpushare:guard:\n    exemptNamespaces: [team-a, 2026-12-07]\n", "gpushare:guard.exemptNamespaces[1]",
+     "2026-12-07"),
+    ("  verify: {runId: 2026-12-07}\n", "gpushare:verify.runId", "2026-12-07"),
+])  # fmt: skip
+def test_unquoted_date_is_refused_at_its_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, key: str, written: str
+) -> None:
+    line = _refusal(tmp_path, capsys, body)
+    assert line.startswith(f"{key}: {written} is a date to `pulumi up`"), line
+    assert f"quote it ('{written}')" in line and " +0000 UTC`" in line
+
+
+# resolve.go:192 strconv.ParseInt(s, 0, 64): a leading 0 is octal, where YAML 1.2's core schema reads decimal.
+@pytest.mark.parametrize(("body", "key", "reading"), [
+    ("  gpushare:verify:\n    holdSeconds: 017\n", "gpushare:verify.holdSeconds", "017 is octal 15"),
+    ("  gpushare:verify:\n    holdSeconds: 0_30\n", "gpushare:verify.holdSeconds", "0_30 is octal 24"),
+    ("  gpushare:verify:\n    holdSeconds: !!int '017'\n", "gpushare:verify.holdSeconds", "017 is octal 15"),
+    ("  gpushare:verify:\n    runId: 0100\n", "gpushare:verify.runId", "0100 is octal 64"),
+    ("  gpushare:kai:\n    queue: 017\n", "gpushare:kai.queue", "017 is octal 15"),
+    ("  gpushare:verify:\n    sweepGiB: [2, -04, 010]\n", "gpushare:verify.sweepGiB[2]", "010 is octal 8"),
+])  # fmt: skip
+def test_leading_zero_number_is_refused_at_its_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, key: str, reading: str
+) -> None:
+    line = _refusal(tmp_path, capsys, body)
+    decimal = int(reading.split(" ")[0].replace("_", ""))  # what YAML 1.2 reads: the fix writes it so
+    assert line.startswith(f"{key}: {reading} to `pulumi up`"), line
+    assert f"write it without the leading zero ({decimal})" in line and "0o" in line
+
+
+# 0900: 9 is no octal digit, so yaml.v3 reads the float 900; -04 is -4 in either reading.
+@pytest.mark.parametrize(("text", "read"), [
+    ("0o17", 15), ("'017'", "017"), ('"2026-12-07"', "2026-12-07"), ("!!str 2026-12-07", "2026-12-07"),
+    ("0x1F", 31), ("08", 8), ("0900", 900), ("00", 0), ("-04", -4), ("017.5", 17.5), ("2026-13-01", "2026-13-01"),
+])  # fmt: skip
+def test_a_number_or_text_yaml_v3_reads_as_written_still_plans(tmp_path: Path, text: str, read: object) -> None:
+    root = _stack(tmp_path, f"config:\n  gpushare:platform: gke\n  gpushare:verify:\n    runId: {text}\n")
     config, _ = read_stack_config("s", [], root)
-    assert config["gpushare:verify"]["runId"] == "2026-01-01 00:00:00 +0000 UTC"
+    assert config["gpushare:verify"]["runId"] == read and type(config["gpushare:verify"]["runId"]) is type(read)
 
 
 def test_a_byte_order_mark_is_stripped_as_the_cli_strips_it(tmp_path: Path) -> None:

@@ -4,12 +4,14 @@ the Go program beside it): tabs, escapes, directives, tags, merge keys, timestam
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from components.config.misread import misread
 from components.config.stack_yaml import YamlError, as_program_sees, load
 from components.plan import main
 from tests.conftest import ROOT
@@ -61,3 +63,35 @@ def test_a_stack_file_yaml_v3_refuses_is_refused_naming_the_key_it_breaks(
     assert main(["s", "--root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: Pulumi.s.yaml ({full_key}): ") and len(err.splitlines()) == 1 and fix in err
+
+
+_PLAIN = re.compile(r"config:\n  gpushare:v: ([0-9A-Za-z+.~-][ -~]*)\n")
+"""A fact whose one value is a plain, single-line, printable scalar (no tag, quote, flow or comment)."""
+
+
+def _told_otherwise(written: str, value: Any) -> bool:
+    """What yaml.v3 hands on differs from the scalar as written: a date as Go's time text, a leading 0 as octal."""
+    if isinstance(value, str):
+        return value != written
+    decimal = re.fullmatch(r"[-+]?0[0-9_]+", written)
+    return bool(decimal) and isinstance(value, int) and value != int(written.replace("_", ""))
+
+
+PLAIN = [
+    (m[1], f["value"]["config"]["gpushare:v"])
+    for f in FACTS
+    if "value" in f and (m := _PLAIN.fullmatch(f["text"])) and "#" not in m[1]
+    and not isinstance(f["value"]["config"]["gpushare:v"], (dict, list))
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("written", "value"), PLAIN, ids=[p[0][:40] for p in PLAIN])
+def test_a_plain_scalar_is_refused_exactly_where_yaml_v3_reads_a_date_or_an_octal(written: str, value: Any) -> None:
+    found = misread(load(f"v: {written}\n")["v"], "gpushare:v")
+    assert (found is not None) == _told_otherwise(written, value), f"yaml.v3 hands on {value!r}"
+
+
+def test_the_facts_hold_dates_and_octals_both_refused_and_read() -> None:
+    told = [written for written, value in PLAIN if _told_otherwise(written, value)]
+    assert any(w.startswith("2026-") for w in told) and any(w.lstrip("+-").startswith("0") for w in told)
+    assert {"0o17", "08", "00"} <= {w for w, v in PLAIN if not _told_otherwise(w, v)}

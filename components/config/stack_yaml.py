@@ -8,10 +8,10 @@ the plan resolves them as yaml.v3 does (go-yaml/yaml v3.0.1 resolve.go):
 
 - only true/True/TRUE and false/False/FALSE are booleans (resolve.go:52-53): `yes`, `no`, `on`, `off` stay text;
 - `1:30` stays text: no sexagesimal numbers (resolve.go:165);
-- integers are Go's `strconv.ParseInt(s, 0, 64)` with `_` removed (resolve.go:192): `0o17` and `017` are 15, `0x1F`
-  is 31, `08` is the float 8;
-- a date or timestamp (resolve.go:185, :294) is a time.Time, which reaches the program as Go's `Time.String()` text,
-  `2026-01-01 00:00:00 +0000 UTC` (object.go:490);
+- integers are Go's `strconv.ParseInt(s, 0, 64)` with `_` removed (resolve.go:192): `0o17` is 15, `0x1F` is 31,
+  `08` is the float 8; `017` is 15 too, where YAML 1.2 reads 17, so the plan refuses it (misread.py);
+- a date or timestamp (resolve.go:185, :294) is a time.Time, which would reach the program as Go's `Time.String()`
+  text, `2026-01-01 00:00:00 +0000 UTC` (object.go:490), so the plan refuses it (misread.py);
 - `.inf` and `.nan` are floats JSON cannot hold: `pulumi up` stops reading the file (`json: unsupported value`);
 - `!!binary` is its decoded text (decode.go:574); a key set twice in one mapping is an error (decode.go:776).
 
@@ -57,6 +57,31 @@ _TAGS = {"!!null": "null", "!!bool": "bool", "!!int": "int", "!!float": "float",
 
 class YamlError(ValueError):
     """What yaml.v3 or Pulumi's config would refuse in a stack file or a `-c` value."""
+
+
+class Stamp(str):
+    """A scalar yaml.v3 reads as a date: its value is the Time.String() text the program gets, `written` the file's."""
+
+    written: str
+
+
+class LeadingZero(int):
+    """An integer written with a leading 0 that yaml.v3 reads as octal (`017` is 15) and YAML 1.2 as decimal (17)."""
+
+    written: str
+
+
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9]+$")
+
+
+def _octal_misread(text: str) -> int | None:
+    """The octal value yaml.v3 gives a leading-zero integer whose decimal reading differs, else None (`08`, `00`)."""
+    plain = text.replace("_", "")
+    if not _LEADING_ZERO.match(plain):
+        return None
+    number = _go_parse_int(plain, 0)
+    number = number if number is not None else _go_parse_uint(plain, 0)
+    return number if number is not None and number != int(plain) else None
 
 
 def _go_parse_uint(text: str, base: int) -> int | None:
@@ -191,10 +216,20 @@ class _Constructor(SafeConstructor):
     def construct_go_scalar(self, node: Any) -> Any:
         if not isinstance(node, yaml.ScalarNode):  # decode.go:506: a collection decodes by its kind, whatever its tag
             return self.construct_go_other(node)
+        text = self.construct_scalar(node)
         try:
-            return go_resolve("!!" + node.tag.rsplit(":", 1)[-1], self.construct_scalar(node))[1]
+            tag, value = go_resolve("!!" + node.tag.rsplit(":", 1)[-1], text)
         except YamlError as err:
             raise ConstructorError(None, None, str(err), node.start_mark) from None
+        marked: Stamp | LeadingZero
+        if tag == "!!timestamp":
+            marked = Stamp(value)
+        elif tag in ("!!int", "!!float") and _octal_misread(text) is not None:
+            marked = LeadingZero(value)  # `!!float 017` too: ParseInt's 15 first (resolve.go:192), then float
+        else:
+            return value
+        marked.written = text
+        return marked
 
     def construct_go_binary(self, node: Any) -> str:
         try:
@@ -405,9 +440,11 @@ def as_program_sees(value: Any, where: str) -> Any:
     if isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("secure"), str):
             return value  # a secret: config.CiphertextSecret (object.go:541)
-        return {key_text(k): as_program_sees(v, f"{where}{_step(key_text(k))}") for k, v in value.items()}
+        return {key_text(k): as_program_sees(v, f"{where}{key_step(key_text(k))}") for k, v in value.items()}
     if isinstance(value, list):
         return [as_program_sees(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (Stamp, LeadingZero)):
+        return str(value) if isinstance(value, Stamp) else int(value)  # the value alone; misread() names the fault
     if isinstance(value, float):
         if not math.isfinite(value):
             raise YamlError(
@@ -420,7 +457,8 @@ def as_program_sees(value: Any, where: str) -> Any:
     return value
 
 
-def _step(name: str) -> str:
+def key_step(name: str) -> str:
+    """`.name`, or `["a name"]` where a dot path cannot hold it: how a key's full name steps into a mapping."""
     return f".{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"[{name!r}]".replace("'", '"')
 
 
