@@ -123,7 +123,7 @@ class Expectation:
     whole_gpu_card_index: int | None = None
     """NVML index of the card `whole_gpu_pod` is given (0, beside the shared card), where that Pod runs."""
     allocation_paths: bool = False
-    """The proof Pods run the allocation-paths step (every CUDA door asked past the quota) before compute."""
+    """The proof Pods run the allocation-paths step (every CUDA door asked past the quota), after compute."""
     advisory: tuple[str, ...] = ()
     """Checks judged and reported that do not count toward `passed` (verify.allocationPaths.counts false)."""
     provenance: bool = False

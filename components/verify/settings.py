@@ -27,7 +27,7 @@ class AllocationPathsConfig(Settings):
     """The allocation-paths step: every CUDA door to device memory asked past the quota in each proof Pod."""
 
     enabled: bool = True
-    """Run the step in every proof Pod that has a memory quota (one fresh process per path, before compute)."""
+    """Run the step in every proof Pod that has a memory quota (one fresh process per path, after compute)."""
     counts: bool = True
     """Whether `allocation-paths` counts toward `passed`; false still judges it and names each escape in the result
     line, without failing `pulumi up`. Ignored while `enabled` is false."""
