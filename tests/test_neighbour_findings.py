@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.incluster import judge
+from components.incluster.probes.timeline import stats
+from tests.conftest import ROOT
 from tests.helpers.neighbour_steps import DISTURBER, NEIGHBOUR, run, shifted
 
 
@@ -104,3 +106,22 @@ def test_an_env_less_finding_that_disagrees_with_the_quota_beside_it_is_not_beli
     assert "findings[4].bypassed: False for 8000 MiB against the 4000 MiB quota" in env_less[0]["why"]
     memory = next(c for c in verdict["checks"] if c["id"] == "memory-enforced")
     assert memory["passed"] is False and "not judgeable: gpushare-proof-a.memory.findings" in memory["observed"]
+
+
+AGAIN = ROOT / "docs" / "host-proof" / "h100" / "lookup" / "again"
+"""An H100 run whose probe (3.12's compensated float sum) printed a mean that 3.11's plain sum rounds otherwise."""
+
+
+def test_a_bandwidth_mean_is_the_same_whichever_python_sums_its_seconds() -> None:
+    assert stats([2815.4, 2815.4, 1365.8, 1211.2])["mean"] == 2051.9  # 8207.8 / 4 exactly, not 8207.800000000001
+
+
+def test_the_h100_bandwidth_mean_half_a_tenth_off_its_recomputed_seconds_is_judged() -> None:
+    (found,) = findings(*run("k3s-hami-core", None, AGAIN), "bandwidth-neighbour")
+    assert found["bypassed"] is True and found["alone_gbps"]["mean"] == 2815.4
+
+
+def test_a_bandwidth_mean_a_whole_step_of_rounding_off_its_seconds_is_still_refused() -> None:
+    expect, evidence = run("cluster-hami-core", lambda r: r[NEIGHBOUR]["bandwidth"]["gbps"].update(mean=2485.9))
+    (found,) = findings(expect, evidence, "bandwidth-neighbour")
+    assert found["bypassed"] is None and "gbps.mean: 2485.9" in found["why"]
