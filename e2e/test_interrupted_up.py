@@ -2,9 +2,9 @@
 `up`): `pulumi cancel`, `pulumi refresh --clear-pending-creates`, `pulumi up`; a preview after it shows no change.
 
 Its own stack, after test_cluster_stack.py destroyed that one (the file name orders it): one `cluster` stack a
-cluster. SIGKILL, not SIGINT: a first SIGINT makes the engine cancel gracefully and wait for the step in flight,
-which records its outcome and leaves no pending operation; what leaves one is the process gone without a word (a
-second Ctrl-C, a CI job's kill, a closed laptop), and SIGKILL of the process group is exactly that.
+cluster. SIGKILL, not SIGINT: a first SIGINT or SIGTERM only cancels, and the CLI waits for the step in flight
+(pulumi v3.276.0 pkg/backend/cancellation_scope.go); what leaves a pending operation is the process gone at once (a
+second Ctrl-C, a CI job's kill after its grace, a closed laptop), and SIGKILL of the process group is that.
 """
 
 from __future__ import annotations
