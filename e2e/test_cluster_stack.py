@@ -117,7 +117,7 @@ PROOF_PODS = ("gpushare-proof-a", "gpushare-proof-b", "gpushare-overcommit", "gp
 the CUDA_DISABLE_CONTROL try."""
 
 
-def apply_change(stack: Stack, what: str, planned: dict[str, str]) -> None:
+def apply_change(stack: Stack, what: str, planned: dict[str, str]) -> dict[str, str]:
     """A real preview, then `up`, each compared with what the offline plan changes; a preview the provider's dry-run
     of a replaced named Pod refuses is what docs/day-two.md says of it."""
     preview = stack.run("preview")
@@ -130,9 +130,11 @@ def apply_change(stack: Stack, what: str, planned: dict[str, str]) -> None:
         assert not differ, differ
     up = stack.run("up")
     assert "error" not in up, up["error"]
-    agree, total, differ = agreement(changes(real_steps(up)), planned)
+    steps = real_steps(up)
+    agree, total, differ = agreement(changes(steps), planned)
     print(f"{what} up: {agree} of {total} changed resources agree with the offline plan")
     assert not differ, differ
+    return steps
 
 
 def pins(plane: ControlPlane) -> dict[str, str | None]:
@@ -175,8 +177,9 @@ def test_gpu_per_node_back_to_1_replaces_the_proof_and_drops_the_gate_as_planned
     control_plane.register_cards("node", [CARD])
     planned = planned_change(tmp_path, (CORES, TWO_CARDS), (CORES,))
     stack.set_config("gpushare:gpu", {**stack.config()["gpushare:gpu"], "perNode": 1})
-    apply_change(stack, "gpushare:gpu.perNode=1", planned)
+    steps = apply_change(stack, "gpushare:gpu.perNode=1", planned)
     assert set(pins(control_plane).values()) == {None}
+    assert steps["kubernetes:core/v1:Node::hami-node"] == "discard"  # forgotten, not deleted; the plan lists no read
 
 
 def test_the_guard_refuses_a_pod_that_opts_out_at_creation(control_plane: ControlPlane) -> None:
