@@ -172,6 +172,15 @@ class ControlPlane:
         }
         self.api("POST", "/api/v1/nodes", node)
 
+    def register_cards(self, name: str, cards: list[dict[str, Any]]) -> None:
+        """Node `name` as HAMi's device plugin leaves it once its cards are `cards` (a card added or swapped): the
+        register annotation rewritten, `nvidia.com/gpu` 10 slots a card."""
+        slots = str(sum(int(c["count"]) for c in cards))
+        register = {"hami.io/node-nvidia-register": json.dumps(cards, separators=(",", ":"))}
+        self.api("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"annotations": register}})
+        gpus = {"nvidia.com/gpu": slots}
+        self.api("PATCH", f"/api/v1/nodes/{name}/status", {"status": {"capacity": gpus, "allocatable": gpus}})
+
     def add_toolkit_runtime_classes(self) -> None:
         """The RuntimeClasses the GPU Operator's running toolkit makes (nvidia, and nvidia-legacy for HAMi's device
         plugin): no operator runs under kwok, and HAMi's DaemonSet Pods are refused without theirs."""

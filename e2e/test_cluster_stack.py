@@ -14,44 +14,12 @@ from typing import Any
 import pytest
 
 from components.gpu.guard import RULES
+from components.gpu.hami_cards import USE_UUID_ANNOTATION
 from components.incluster.audit import DISABLE_CONTROL
 from e2e.conftest import CARD, new_stack
 from e2e.controlplane import ControlPlane
+from e2e.offline import agreement, changes, offline_plan, planned_card_swap, planned_change, planned_steps, real_steps
 from e2e.stack import REPO, Stack
-
-STACK_ROOT = "pulumi:pulumi:Stack"
-
-
-def offline_plan(*overrides: str, against: Path | None = None) -> dict[str, Any]:
-    """`python -m components.plan cluster --json`, as a reader runs it, with `-c` overrides (and `--against`)."""
-    args = [sys.executable, "-m", "components.plan", "cluster", "--json"]
-    args += ["--against", str(against)] if against else []
-    for o in overrides:
-        args += ["-c", o]
-    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, check=True)
-    return dict(json.loads(proc.stdout))
-
-
-def type_and_name(urn: str) -> str:
-    """`urn:pulumi:STACK::PROJECT::parent$type::name` → `type::name`, the offline plan's key."""
-    qualified, name = urn.split("::")[2], urn.split("::", 3)[3]
-    return f"{qualified.split('$')[-1]}::{name}"
-
-
-def real_steps(result: dict[str, Any]) -> dict[str, str]:
-    return {type_and_name(s["urn"]): s["op"] for s in result["steps"] if s["type"] != STACK_ROOT}
-
-
-def planned_steps(plan: dict[str, Any]) -> dict[str, str]:
-    return {r["urn"]: r["operation"] for r in plan["resources"]}
-
-
-def agreement(real: dict[str, str], planned: dict[str, str]) -> tuple[int, int, list[str]]:
-    keys = sorted(set(real) | set(planned))
-    differ = [
-        f"{k}: engine {real.get(k, '-')}, plan {planned.get(k, '-')}" for k in keys if real.get(k) != planned.get(k)
-    ]
-    return len(keys) - len(differ), len(keys), differ
 
 
 @pytest.fixture(scope="module")
@@ -133,44 +101,85 @@ def test_after_refresh_the_unready_pods_get_an_empty_update_and_nothing_is_repla
     assert "error" not in again, again["error"]
 
 
-REPLACE_STEPS = {"create-replacement": "replace", "delete-replaced": "replace", "replace": "replace"}
-
-
-def changes(steps: dict[str, str]) -> dict[str, str]:
-    """What a preview changes, a replacement's three steps counted as one `replace`."""
-    return {k: REPLACE_STEPS.get(op, op) for k, op in steps.items() if op not in ("same", "read", "refresh")}
-
-
 POD_DRY_RUN_REFUSED = "pod updates may not change fields"
 """The API server's answer to the provider's dry-run of a replaced named Pod: not the "field is immutable" message
 its preview retries under another name on (pulumi-kubernetes provider/pkg/await/await.go:213, v4.25.0 to v4.32.0)."""
 
 
-def test_a_config_change_replaces_what_the_offline_plan_says(stack: Stack, tmp_path: Path) -> None:
-    key, value = "verify.coresPercent", 50
-    base = tmp_path / "base.json"
-    base.write_text(json.dumps(offline_plan()))
-    # `--against` a saved plan also replaces the three probe ConfigMaps with no change at all (its JSON does not
-    # carry their data): the engine replaced none, so what the unchanged plan reports is left out of the figure.
-    noise = changes(planned_steps(offline_plan(against=base)))
-    planned = {k: op for k, op in changes(planned_steps(offline_plan(f"{key}={value}", against=base))).items()
-               if k not in noise}  # fmt: skip
-    original = stack.config()["gpushare:verify"]
-    stack.set_config("gpushare:verify", {**original, key.split(".")[1]: value})
+CORES = "gpushare:verify.coresPercent=50"
+"""The stack's `verify.coresPercent` from the first config change on, as a `-c` override of the offline plan's."""
+TWO_CARDS = "gpushare:gpu.perNode=2"
+CARD_1 = {**CARD, "id": "GPU-0e2e0000-0000-4000-8000-000000000002", "index": 1}
+"""A second card, NVML index 1, listed first: the device plugin writes the cards in map order, `index` omitted for 0."""
+ANOTHER_CARD_1 = {**CARD_1, "id": "GPU-0e2e0000-0000-4000-8000-000000000003"}
+PROOF_PODS = ("gpushare-proof-a", "gpushare-proof-b", "gpushare-overcommit", "gpushare-proof-try-cuda-disable-control")
+"""The Pods the proof pins to the shared card on a multi-GPU node (docs/stacks.md): its slices, the over-commit Pod,
+the CUDA_DISABLE_CONTROL try."""
+
+
+def apply_change(stack: Stack, what: str, planned: dict[str, str]) -> dict[str, str]:
+    """A real preview, then `up`, each compared with what the offline plan changes; a preview the provider's dry-run
+    of a replaced named Pod refuses is what docs/day-two.md says of it."""
     preview = stack.run("preview")
     if "error" in preview:
-        # docs/day-two.md: a change that replaces the proof Pods fails the real preview; up applies it.
         assert POD_DRY_RUN_REFUSED in preview["error"], preview["error"]
-        print(f"{key}={value}: the real preview refused the proof Pods' dry-run ({POD_DRY_RUN_REFUSED})")
+        print(f"{what}: the real preview refused the proof Pods' dry-run ({POD_DRY_RUN_REFUSED})")
     else:
         agree, total, differ = agreement(changes(real_steps(preview)), planned)
-        print(f"{key}={value} preview: {agree} of {total} changed resources agree with the offline plan")
+        print(f"{what} preview: {agree} of {total} changed resources agree with the offline plan")
         assert not differ, differ
     up = stack.run("up")
     assert "error" not in up, up["error"]
-    agree, total, differ = agreement(changes(real_steps(up)), planned)
-    print(f"{key}={value} up: {agree} of {total} changed resources agree with the offline plan")
+    steps = real_steps(up)
+    agree, total, differ = agreement(changes(steps), planned)
+    print(f"{what} up: {agree} of {total} changed resources agree with the offline plan")
     assert not differ, differ
+    return steps
+
+
+def pins(plane: ControlPlane) -> dict[str, str | None]:
+    """The card each proof Pod is pinned to on the live cluster (None: not pinned)."""
+    pods = plane.api("GET", "/api/v1/namespaces/gpushare-proof/pods")["items"]
+    found = {p["metadata"]["name"]: (p["metadata"].get("annotations") or {}) for p in pods}
+    return {name: found[name].get(USE_UUID_ANNOTATION) for name in PROOF_PODS}
+
+
+def test_a_config_change_replaces_what_the_offline_plan_says(stack: Stack, tmp_path: Path) -> None:
+    planned = planned_change(tmp_path, (), (CORES,))
+    stack.set_config("gpushare:verify", {**stack.config()["gpushare:verify"], "coresPercent": 50})
+    apply_change(stack, CORES, planned)
+
+
+def test_gpu_per_node_2_on_a_two_card_node_replaces_the_proof_on_card_1_as_planned(
+    stack: Stack, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    # docs/day-two.md, `gpu.perNode`: the proof Pods and the verifier replaced delete-first, card 1's UUID read from
+    # HAMi's register annotation at `up`; the registration gate and the node's read are new.
+    control_plane.register_cards("node", [CARD_1, CARD])
+    planned = planned_change(tmp_path, (CORES,), (CORES, TWO_CARDS))
+    stack.set_config("gpushare:gpu", {**stack.config()["gpushare:gpu"], "perNode": 2})
+    apply_change(stack, TWO_CARDS, planned)
+    assert set(pins(control_plane).values()) == {CARD_1["id"]}
+
+
+def test_another_card_1_replaces_the_proof_pods_and_the_verifier_as_planned(
+    stack: Stack, control_plane: ControlPlane
+) -> None:
+    # docs/day-two.md, the card the proof shares: a new card 1 changes every proof Pod's replacementTrigger.
+    control_plane.register_cards("node", [ANOTHER_CARD_1, CARD])
+    apply_change(stack, "another card 1", planned_card_swap())
+    assert set(pins(control_plane).values()) == {ANOTHER_CARD_1["id"]}
+
+
+def test_gpu_per_node_back_to_1_replaces_the_proof_and_drops_the_gate_as_planned(
+    stack: Stack, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    control_plane.register_cards("node", [CARD])
+    planned = planned_change(tmp_path, (CORES, TWO_CARDS), (CORES,))
+    stack.set_config("gpushare:gpu", {**stack.config()["gpushare:gpu"], "perNode": 1})
+    steps = apply_change(stack, "gpushare:gpu.perNode=1", planned)
+    assert set(pins(control_plane).values()) == {None}
+    assert steps["kubernetes:core/v1:Node::hami-node"] == "discard"  # forgotten, not deleted; the plan lists no read
 
 
 def test_the_guard_refuses_a_pod_that_opts_out_at_creation(control_plane: ControlPlane) -> None:

@@ -222,6 +222,29 @@ def test_json_against_a_base_gives_each_resource_its_operation_and_validates(tmp
     ]
 
 
+@pytest.mark.parametrize("config", [[], ["-c", "gpushare:gpu.perNode=2"]], ids=["one-card", "two-card"])
+def test_json_against_its_own_json_plan_changes_nothing(config: list[str], tmp_path, capsys) -> None:
+    # A `--json` plan saved as the base carries the mocks' card UUIDs and the probes' source whole, where the
+    # compared form masks the one and refers to the other: unchanged, every resource is still `same`.
+    assert main(["cluster", "--json", *config]) == 0
+    (tmp_path / "cluster.json").write_text(capsys.readouterr().out)
+    assert main(["cluster", "--json", *config, "--against", str(tmp_path / "cluster.json")]) == 0
+    document = json.loads(capsys.readouterr().out)
+    changed = {r["urn"]: r["operation"] for r in document["resources"] if r["operation"] not in ("same", "read")}
+    assert changed == {} and document["deleted"] == []
+
+
+def test_json_against_a_two_card_json_plan_replaces_the_proof_and_deletes_the_gate(tmp_path, capsys) -> None:
+    assert main(["cluster", "--json", "-c", "gpushare:gpu.perNode=2"]) == 0
+    (tmp_path / "cluster.json").write_text(capsys.readouterr().out)
+    assert main(["cluster", "--json", "--against", str(tmp_path / "cluster.json")]) == 0
+    document = json.loads(capsys.readouterr().out)
+    changed = {r["name"]: r["operation"] for r in document["resources"] if r["operation"] not in ("same", "read")}
+    assert set(changed.values()) == {"replace"} and "gpushare-proof-workloads-pod-a" in changed
+    assert "gpushare-proof-workloads-probes" not in changed
+    assert {r["name"] for r in document["deleted"]} >= {"hami-registered-job", "hami-registered-reader"}
+
+
 @pytest.mark.parametrize("name", sorted(variants()))
 def test_golden_plans_validate_and_show_no_made_up_value(name: str) -> None:
     shown = (GOLDEN_DIR / f"{name}.json").read_text()

@@ -219,7 +219,7 @@ def test_every_module_and_script_a_page_runs_exists() -> None:
     import importlib.util
 
     shown = {(str(page.relative_to(ROOT)), m) for page in docs.PAGES
-             for m in re.findall(r"python3? -m ([a-z_][a-z_.]*)", docs.text(page))}  # fmt: skip
+             for m in re.findall(r"python3? -m ([a-z_][a-z0-9_.]*)", docs.text(page))}  # fmt: skip
     # `incluster.<module>` is how a Pod names a module of the mounted package: components.incluster here.
     missing = [(page, m) for page, m in shown if m != "venv"
                and importlib.util.find_spec(re.sub(r"^incluster\.", "components.incluster.", m)) is None]  # fmt: skip

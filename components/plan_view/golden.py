@@ -75,15 +75,26 @@ def from_lines(value: Any) -> Any:
     return value
 
 
-def masked(plan: Plan) -> dict[str, Any]:
-    """The contract with every made-up value shown as unknown (the pointers in unknownInputs still say where)."""
-    document = plan.as_dict()
+def _masked(document: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """`document` (a plan contract) with every value `plan`'s mocks made up shown as unknown."""
+    document = {**document, "resources": [dict(r) for r in document["resources"]]}
     for resource in document["resources"]:
         resource["inputs"] = mask(resource["inputs"], plan.invented)
         # A replacementTrigger may carry what a read at `up` returns (the proof Pods' pinned card).
         resource["options"] = mask(resource.get("options") or {}, plan.invented)
     document["outputs"] = mask(document["outputs"], plan.invented)
     return document
+
+
+def masked(plan: Plan) -> dict[str, Any]:
+    """The contract with every made-up value shown as unknown (the pointers in unknownInputs still say where)."""
+    return _masked(plan.as_dict(), plan)
+
+
+def comparable(base: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """A plan to compare `plan` with, in `compared`'s form: a golden plan as it is, a `--json` plan with the values
+    the same mocks made up masked and this repository's files as references, so an unchanged config is `same`."""
+    return with_file_refs(_masked(base, plan))
 
 
 def sanitize(plan: Plan) -> dict[str, Any]:

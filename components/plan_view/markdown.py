@@ -9,7 +9,7 @@ from typing import Any
 
 from components.plan_view.diff import MISSING, StackDiff, ValueChange, compare
 from components.plan_view.fields import review_fields
-from components.plan_view.golden import FILE, compared, is_file_ref
+from components.plan_view.golden import FILE, comparable, compared, is_file_ref
 from components.plan_view.graph import Graph
 from components.plan_view.model import Plan
 from components.plan_view.unknowns import mask
@@ -103,7 +103,7 @@ def diff_section(diff: StackDiff) -> list[str]:
 
 
 def stack_diff(plan: Plan, golden: dict[str, Any] | None, golden_name: str) -> StackDiff | None:
-    return None if golden is None else compare(golden, compared(plan), golden_name)
+    return None if golden is None else compare(comparable(golden, plan), compared(plan), golden_name)
 
 
 def _outputs(plan: Plan, long_outputs: bool) -> list[str]:
